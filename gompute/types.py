@@ -1,0 +1,167 @@
+"""Scalar types: the element types of kernels, params fields and launch arguments.
+
+Each type is tied to its NumPy dtype, its C spelling and its DLPack code. Calling a type
+makes a typed scalar (`g.u64(n)`), range-checked, which `g.interface.arg` turns into a
+launch argument; inside a kernel the same call is a cast.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import ArgumentError
+
+# DLPack type codes (dlpack.h, DLDataTypeCode).
+DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT, DL_BOOL = 0, 1, 2, 4, 6
+
+
+@dataclass(frozen=True, eq=False)
+class ScalarType:
+    """One element type: `g.f32`, `g.u64`, ... Call it to make a typed scalar."""
+
+    name: str
+    kind: str  # "b" bool, "i" signed, "u" unsigned, "f" float
+    bits: int
+    c_name: str
+    dlpack_code: int
+    dtype: np.dtype | None = field(repr=False)  # None: NumPy has no such dtype (bf16)
+
+    @property
+    def itemsize(self) -> int:
+        return self.bits // 8
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in "iu"
+
+    def range(self) -> tuple[int, int] | None:
+        """The representable integer range, or None for bool and floats."""
+        if self.kind == "i":
+            return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        if self.kind == "u":
+            return 0, (1 << self.bits) - 1
+        return None
+
+    def max_float(self) -> float:
+        """The largest finite value of a float type."""
+        return _BF16_MAX if self.dtype is None else float(np.finfo(self.dtype).max)
+
+    def __call__(self, value) -> Scalar:
+        return Scalar(self, self.check(value))
+
+    def check(self, value):
+        """The Python value `value` as this type holds it; raises if it does not fit."""
+        if self.kind == "b":
+            if isinstance(value, (bool, np.bool_)) or value in (0, 1):
+                return bool(value)
+            raise ArgumentError(f"{value!r} is not a bool; pass True or False to g.{self.name}")
+        if self.kind == "f":
+            try:
+                as_float = float(value)
+            except (TypeError, ValueError):
+                raise ArgumentError(f"{value!r} is not a number; g.{self.name} needs a float") from None
+            if math.isfinite(as_float) and abs(as_float) > self.max_float():
+                raise ArgumentError(f"{as_float!r} overflows g.{self.name} (largest finite value {self.max_float():g})")
+            return as_float
+        try:
+            as_int = operator.index(value)
+        except TypeError:
+            if isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
+                as_int = int(value)
+            else:
+                raise ArgumentError(
+                    f"{value!r} is not an integer; g.{self.name} needs a whole number "
+                    f"(convert it yourself, e.g. g.{self.name}(int(x)), if truncation is what you want)"
+                ) from None
+        lo, hi = self.range()
+        if not lo <= as_int <= hi:
+            raise ArgumentError(f"{as_int} is out of range for g.{self.name} ({lo} to {hi})")
+        return as_int
+
+    def pack(self, value) -> bytes:
+        """The little-endian bytes of `value` stored as this type."""
+        value = self.check(value)
+        if self is bf16:
+            return _bf16_bits(value).to_bytes(2, "little")
+        return np.array(value, dtype=self.dtype).tobytes()
+
+    def __repr__(self) -> str:
+        return f"g.{self.name}"
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A value with a gompute type, made by calling a type: `g.f32(2.5)`."""
+
+    type: ScalarType
+    value: bool | int | float
+
+    def __bytes__(self) -> bytes:
+        return self.type.pack(self.value)
+
+    def __repr__(self) -> str:
+        return f"g.{self.type.name}({self.value!r})"
+
+
+_BF16_MAX = 3.3895313892515355e38
+
+
+def _bf16_bits(value: float) -> int:
+    """bfloat16 bits of `value`, rounded to nearest even (NaN stays a quiet NaN)."""
+    (bits,) = struct.unpack("<I", struct.pack("<f", value))
+    if math.isnan(value):
+        return 0x7FC0
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def _make(name, kind, bits, c_name, code, dtype):
+    return ScalarType(name, kind, bits, c_name, code, np.dtype(dtype) if dtype else None)
+
+
+bool_ = _make("bool_", "b", 8, "bool", DL_BOOL, np.bool_)
+i8 = _make("i8", "i", 8, "int8_t", DL_INT, np.int8)
+i16 = _make("i16", "i", 16, "int16_t", DL_INT, np.int16)
+i32 = _make("i32", "i", 32, "int32_t", DL_INT, np.int32)
+i64 = _make("i64", "i", 64, "int64_t", DL_INT, np.int64)
+u8 = _make("u8", "u", 8, "uint8_t", DL_UINT, np.uint8)
+u16 = _make("u16", "u", 16, "uint16_t", DL_UINT, np.uint16)
+u32 = _make("u32", "u", 32, "uint32_t", DL_UINT, np.uint32)
+u64 = _make("u64", "u", 64, "uint64_t", DL_UINT, np.uint64)
+f16 = _make("f16", "f", 16, "gompute_f16", DL_FLOAT, np.float16)
+bf16 = _make("bf16", "f", 16, "gompute_bf16", DL_BFLOAT, None)
+f32 = _make("f32", "f", 32, "float", DL_FLOAT, np.float32)
+f64 = _make("f64", "f", 64, "double", DL_FLOAT, np.float64)
+
+ALL_TYPES: tuple[ScalarType, ...] = (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64)
+BY_NAME: dict[str, ScalarType] = {t.name: t for t in ALL_TYPES}
+_BY_DTYPE: dict[np.dtype, ScalarType] = {t.dtype: t for t in ALL_TYPES if t.dtype is not None}
+_BY_DLPACK: dict[tuple[int, int], ScalarType] = {(t.dlpack_code, t.bits): t for t in ALL_TYPES}
+
+
+def from_dtype(dtype) -> ScalarType:
+    """The gompute type of a NumPy dtype (or anything np.dtype accepts)."""
+    dt = np.dtype(dtype)
+    if not dt.isnative:
+        raise ArgumentError(f"dtype {dt} is not in this machine's byte order; convert it with .astype({dt.str[1:]!r})")
+    try:
+        return _BY_DTYPE[dt]
+    except KeyError:
+        supported = ", ".join(t.name for t in ALL_TYPES)
+        raise ArgumentError(f"dtype {dt} has no gompute type (supported: {supported})") from None
+
+
+def from_dlpack(code: int, bits: int) -> ScalarType:
+    """The gompute type of a DLPack (type code, bits) pair."""
+    try:
+        return _BY_DLPACK[(code, bits)]
+    except KeyError:
+        raise ArgumentError(f"DLPack dtype (code {code}, {bits} bits) has no gompute type") from None
