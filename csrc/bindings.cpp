@@ -1,0 +1,421 @@
+// The one file that knows pybind11: runtime objects as gompute._core, and the one
+// place C++ errors become Python exceptions (gompute/errors.py).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <functional>
+#include <mutex>
+
+#include "runtime.h"
+
+namespace py = pybind11;
+using namespace gompute;
+
+namespace {
+
+const char* kind_name(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::BackendUnavailable: return "BackendUnavailable";
+    case ErrorKind::AllocFailed: return "AllocFailed";
+    case ErrorKind::CopyFailed: return "CopyFailed";
+    case ErrorKind::SyncFailed: return "SyncFailed";
+    case ErrorKind::KernelNotFound: return "KernelNotFound";
+    case ErrorKind::ModuleLoadFailed: return "ModuleLoadFailed";
+    case ErrorKind::LaunchFailed: return "LaunchFailed";
+    case ErrorKind::BufferFreed: return "BufferFreed";
+    case ErrorKind::InvalidHandle: return "InvalidHandle";
+    case ErrorKind::DeviceError: return "DeviceError";
+    case ErrorKind::ArgumentError: return "ArgumentError";
+  }
+  return "GomputeError";
+}
+
+void translate(std::exception_ptr p) {
+  try {
+    if (p) std::rethrow_exception(p);
+  } catch (const Error& e) {
+    py::object cls = py::module_::import("gompute.errors").attr(kind_name(e.kind()));
+    py::object code = e.code().empty() ? py::none() : py::object(py::str(e.code()));
+    PyErr_SetObject(cls.ptr(), cls(e.what(), code).ptr());
+  }
+}
+
+// ---- Python objects held by in-flight work -------------------------------------
+// Work on a host stream may finish on a worker thread that does not hold the GIL
+// (and must not wait for it: the main thread may be blocked in synchronize). What
+// it lets go of is released later, on a thread that holds the GIL.
+
+std::mutex g_later_mu;
+std::vector<std::function<void()>> g_later;
+
+int run_later_calls(void*) {
+  std::vector<std::function<void()>> calls;
+  {
+    std::lock_guard<std::mutex> lock(g_later_mu);
+    calls.swap(g_later);
+  }
+  for (auto& call : calls) call();
+  return 0;
+}
+
+void with_gil_later(std::function<void()> call) {
+  if (PyGILState_Check()) {
+    call();
+    return;
+  }
+  bool first;
+  {
+    std::lock_guard<std::mutex> lock(g_later_mu);
+    first = g_later.empty();
+    g_later.push_back(std::move(call));
+  }
+  if (first && Py_IsInitialized()) Py_AddPendingCall(run_later_calls, nullptr);
+}
+
+// A contiguous view of a host object's memory, through the buffer protocol.
+struct HostView {
+  Py_buffer view{};
+  HostView(py::handle obj, bool writable, const char* role) {
+    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj.ptr(), &view, flags) != 0) {
+      PyErr_Clear();
+      std::string type = py::str(py::type::handle_of(obj).attr("__name__"));
+      bool has_buffer = PyObject_CheckBuffer(obj.ptr());
+      raise(writable && has_buffer ? ErrorKind::CopyFailed : ErrorKind::ArgumentError,
+            std::string("the ") + role + " (" + type + ") " +
+                (!has_buffer ? "does not support the buffer protocol; pass a NumPy array, bytearray or memoryview"
+                 : writable  ? "is read-only or not C-contiguous; pass a writable contiguous array"
+                             : "is not C-contiguous; pass np.ascontiguousarray(x)"));
+    }
+  }
+  ~HostView() { PyBuffer_Release(&view); }
+  void* data() const { return view.buf; }
+  size_t size() const { return size_t(view.len); }
+};
+
+// Keeps a HostView alive for asynchronous work; released with the GIL.
+KeepAlive keep(std::shared_ptr<HostView> view) {
+  auto* held = new std::shared_ptr<HostView>(std::move(view));
+  return KeepAlive(held, [](const void* p) {
+    with_gil_later([p] { delete static_cast<const std::shared_ptr<HostView>*>(p); });
+  });
+}
+
+size_t transfer_size(const HostView& host, std::optional<size_t> nbytes, const char* what) {
+  size_t n = nbytes.value_or(host.size());
+  if (n > host.size())
+    raise(ErrorKind::CopyFailed, std::string(what) + " of " + std::to_string(n) + " bytes: the host object holds only " +
+                                     std::to_string(host.size()) + " bytes");
+  return n;
+}
+
+void upload(Buffer& b, py::handle src, std::optional<size_t> nbytes, size_t offset, Stream* stream) {
+  auto view = std::make_shared<HostView>(src, false, "upload source");
+  size_t n = transfer_size(*view, nbytes, "upload");
+  KeepAlive held = stream ? keep(view) : nullptr;
+  py::gil_scoped_release release;
+  b.upload(view->data(), n, offset, stream, held);
+}
+
+void download(Buffer& b, py::handle dst, std::optional<size_t> nbytes, size_t offset, Stream* stream) {
+  auto view = std::make_shared<HostView>(dst, true, "download destination");
+  size_t n = transfer_size(*view, nbytes, "download");
+  KeepAlive held = stream ? keep(view) : nullptr;
+  py::gil_scoped_release release;
+  b.download(view->data(), n, offset, stream, held);
+}
+
+// ---- Conversions -------------------------------------------------------------------
+
+py::object backend_enum(BackendKind kind) {
+  return py::module_::import("gompute.backend").attr("Backend")(backend_name(kind));
+}
+
+uint32_t dim_value(py::handle v, const char* axis) {
+  if (!py::isinstance<py::int_>(v)) raise(ErrorKind::ArgumentError, std::string("Dim3.") + axis + " must be an int");
+  long long n = v.cast<long long>();
+  if (n < 1 || n > 0x7fffffffLL)
+    raise(ErrorKind::ArgumentError, std::string("Dim3.") + axis + " must be between 1 and 2**31 - 1, got " + std::to_string(n));
+  return uint32_t(n);
+}
+
+// A g.Dim3, an int, or a tuple of up to three ints.
+Dim3 to_dim3(py::handle obj) {
+  Dim3 d;
+  if (py::isinstance<py::int_>(obj)) {
+    d.x = dim_value(obj, "x");
+  } else if (py::hasattr(obj, "x") && py::hasattr(obj, "y") && py::hasattr(obj, "z")) {
+    d = {dim_value(obj.attr("x"), "x"), dim_value(obj.attr("y"), "y"), dim_value(obj.attr("z"), "z")};
+  } else if (py::isinstance<py::tuple>(obj) && py::len(obj) >= 1 && py::len(obj) <= 3) {
+    auto t = obj.cast<py::tuple>();
+    uint32_t* axes[] = {&d.x, &d.y, &d.z};
+    const char* names[] = {"x", "y", "z"};
+    for (size_t i = 0; i < t.size(); ++i) *axes[i] = dim_value(t[i], names[i]);
+  } else {
+    raise(ErrorKind::ArgumentError, "grid and block must be a g.Dim3, an int, or a tuple of up to three ints");
+  }
+  return d;
+}
+
+std::vector<const Arg*> to_args(const py::sequence& args) {
+  std::vector<const Arg*> out;
+  out.reserve(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    py::handle a = args[i];
+    if (!py::isinstance<Arg>(a)) {
+      std::string type = py::str(py::type::handle_of(a).attr("__name__"));
+      raise(ErrorKind::ArgumentError, "launch argument " + std::to_string(i) + " is of type " + type +
+                                          "; pass buffer.arg_ptr() for buffers and g.interface.arg(g.u64(n)) "
+                                          "(or another typed scalar, or packed params) for values");
+    }
+    out.push_back(a.cast<const Arg*>());
+  }
+  return out;
+}
+
+void launch(Kernel& k, py::handle grid, py::handle block, uint32_t shared_bytes, py::sequence args, Stream* stream) {
+  Dim3 g = to_dim3(grid), b = to_dim3(block);
+  std::vector<const Arg*> list = to_args(args);
+  py::gil_scoped_release release;
+  k.launch(g, b, shared_bytes, list, stream);
+}
+
+// A device handle as Python sees it: the shared context of one device.
+struct Device {
+  std::shared_ptr<Context> ctx;
+};
+
+py::dict device_info(BackendKind kind, int ordinal) {
+  Driver& drv = driver(kind);
+  DeviceInfo info;
+  {
+    py::gil_scoped_release release;
+    drv.ensure_loaded();
+    info = drv.device_info(ordinal);
+  }
+  py::dict d;
+  d["name"] = info.name;
+  d["arch"] = info.arch;
+  d["compute_capability"] = py::make_tuple(info.compute_major, info.compute_minor);
+  d["total_memory"] = info.total_memory;
+  d["multiprocessors"] = info.multiprocessors;
+  d["driver_version"] = drv.driver_version();
+  return d;
+}
+
+// (usable, reason, driver_version, device_count) of a backend.
+py::tuple probe(BackendKind kind) {
+  Driver& drv = driver(kind);
+  try {
+    py::gil_scoped_release release;
+    drv.ensure_loaded();
+  } catch (const Error& e) {
+    return py::make_tuple(false, std::string(e.what()), 0, 0);
+  }
+  return py::make_tuple(true, "", drv.driver_version(), drv.device_count());
+}
+
+py::dict stats_dict() {
+  Stats& s = stats();
+  py::dict d;
+  d["contexts_retained"] = s.contexts_retained.load();
+  d["modules_loaded"] = s.modules_loaded.load();
+  d["module_cache_hits"] = s.module_cache_hits.load();
+  d["buffers_allocated"] = s.buffers_allocated.load();
+  d["buffers_live"] = s.buffers_live.load();
+  d["bytes_live"] = s.bytes_live.load();
+  d["launches"] = s.launches.load();
+  return d;
+}
+
+}  // namespace
+
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "gompute's C++ core: the driver table and the runtime objects over it.";
+  py::register_exception_translator(translate);
+
+  m.def("probe", [](int kind) { return probe(BackendKind(kind)); }, py::arg("kind"),
+        "(usable, reason, driver_version, device_count) for backend kind 0 cuda, 1 hip, 2 host.");
+  m.def("device_info", [](int kind, int ordinal) { return device_info(BackendKind(kind), ordinal); });
+  m.def("stats", &stats_dict, "Counters of contexts, module loads and cache hits, buffers and launches.");
+  m.def(
+      "shutdown",
+      [](std::optional<int> kind) {
+        py::gil_scoped_release release;
+        shutdown(kind ? std::optional<BackendKind>(BackendKind(*kind)) : std::nullopt);
+      },
+      py::arg("kind") = py::none());
+  m.def("run_deferred_releases", [] { run_later_calls(nullptr); },
+        "Releases host memory that finished asynchronous work let go of (normally automatic).");
+
+  py::class_<Arg>(m, "Arg", "One kernel argument: the bytes of its storage.")
+      .def(py::init([](py::bytes data) { return Arg(std::string(data)); }), py::arg("data"))
+      .def_property_readonly("nbytes", [](const Arg& a) { return a.bytes().size(); })
+      .def_property_readonly("data", [](const Arg& a) { return py::bytes(a.bytes()); })
+      .def_property_readonly("is_buffer", [](const Arg& a) { return bool(a.allocation()); })
+      .def("__repr__", [](const Arg& a) {
+        return std::string(a.allocation() ? "<Arg buffer " : "<Arg ") + std::to_string(a.bytes().size()) + " bytes>";
+      });
+
+  py::class_<Device>(m, "Device")
+      .def(py::init([](int kind, int ordinal) {
+             py::gil_scoped_release release;
+             return Device{Context::get(BackendKind(kind), ordinal)};
+           }),
+           py::arg("kind"), py::arg("ordinal"))
+      .def_property_readonly("kind", [](const Device& d) { return int(d.ctx->kind()); })
+      .def_property_readonly("ordinal", [](const Device& d) { return d.ctx->ordinal(); })
+      .def_property_readonly("alive", [](const Device& d) { return d.ctx->alive(); })
+      .def("describe", [](const Device& d) { return d.ctx->describe(); })
+      .def("same_context", [](const Device& a, const Device& b) { return a.ctx == b.ctx; })
+      .def("alloc",
+           [](const Device& d, long long nbytes) {
+             if (nbytes < 0) raise(ErrorKind::AllocFailed, "cannot allocate a negative number of bytes");
+             py::gil_scoped_release release;
+             return Buffer(d.ctx, size_t(nbytes));
+           })
+      .def("alloc_pinned",
+           [](const Device& d, long long nbytes) {
+             if (nbytes < 0) raise(ErrorKind::AllocFailed, "cannot allocate a negative number of bytes");
+             py::gil_scoped_release release;
+             return std::make_unique<PinnedMemory>(d.ctx, size_t(nbytes));
+           })
+      .def("load_module",
+           [](const Device& d, py::bytes image) {
+             std::string bytes(image);
+             py::gil_scoped_release release;
+             return Module(d.ctx->load_module(bytes));
+           })
+      .def("create_stream",
+           [](const Device& d) {
+             py::gil_scoped_release release;
+             return Stream(d.ctx);
+           })
+      .def("default_stream", [](const Device& d) { return Stream(d.ctx, nullptr); })
+      .def("wrap_stream",
+           [](const Device& d, uintptr_t handle) {
+             if (d.ctx->kind() == BackendKind::host && handle != 0)
+               raise(ErrorKind::ArgumentError, "the host backend has no foreign streams; pass a gompute Stream");
+             return Stream(d.ctx, reinterpret_cast<StreamHandle>(handle));
+           })
+      .def(
+          "create_event",
+          [](const Device& d, bool timing) {
+            py::gil_scoped_release release;
+            return std::make_unique<Event>(d.ctx, timing);
+          },
+          py::arg("timing") = true)
+      .def("synchronize", [](const Device& d) { d.ctx->synchronize(); }, py::call_guard<py::gil_scoped_release>());
+
+  py::class_<Buffer>(m, "Buffer", "Device memory: bytes, not elements.")
+      .def_property_readonly("nbytes", &Buffer::nbytes)
+      .def_property_readonly("offset", &Buffer::offset, "Where this buffer starts in its allocation.")
+      .def_property_readonly("freed", &Buffer::freed)
+      .def_property_readonly("backend", [](const Buffer& b) { return backend_enum(b.context()->kind()); })
+      .def_property_readonly("device", [](const Buffer& b) { return b.context()->ordinal(); })
+      .def("device_addr", &Buffer::device_addr, "The raw device pointer, for kernels that take it as a scalar.")
+      .def("arg_ptr", [](const Buffer& b) { return Arg(b); }, "The buffer as a kernel argument.")
+      .def("_device", [](const Buffer& b) { return Device{b.context()}; })
+      .def("view_bytes", [](const Buffer& b, size_t offset, size_t nbytes) {
+             return Buffer(b.allocation(), b.offset() + offset, nbytes);
+           }, py::arg("offset"), py::arg("nbytes"), "nbytes of this buffer from offset, sharing its memory.")
+      .def("upload", upload, py::arg("src"), py::arg("nbytes") = py::none(), py::arg("offset") = 0,
+           py::arg("stream") = nullptr, "Host -> device: nbytes (default: all of src) at offset.")
+      .def(
+          "upload_at",
+          [](Buffer& b, py::handle src, size_t offset, std::optional<size_t> nbytes, Stream* stream) {
+            upload(b, src, nbytes, offset, stream);
+          },
+          py::arg("src"), py::arg("offset"), py::arg("nbytes") = py::none(), py::arg("stream") = nullptr)
+      .def("download", download, py::arg("dst"), py::arg("nbytes") = py::none(), py::arg("offset") = 0,
+           py::arg("stream") = nullptr, "Device -> host: nbytes (default: all of dst) from offset.")
+      .def(
+          "download_at",
+          [](Buffer& b, py::handle dst, size_t offset, std::optional<size_t> nbytes, Stream* stream) {
+            download(b, dst, nbytes, offset, stream);
+          },
+          py::arg("dst"), py::arg("offset"), py::arg("nbytes") = py::none(), py::arg("stream") = nullptr)
+      .def(
+          "copy_from",
+          [](Buffer& b, const Buffer& src, size_t src_offset, size_t dst_offset, std::optional<size_t> nbytes,
+             Stream* stream) {
+            size_t n = nbytes.value_or(src_offset <= src.nbytes() ? src.nbytes() - src_offset : 0);
+            py::gil_scoped_release release;
+            b.copy_from(src, src_offset, dst_offset, n, stream);
+          },
+          py::arg("src"), py::arg("src_offset") = 0, py::arg("dst_offset") = 0, py::arg("nbytes") = py::none(),
+          py::arg("stream") = nullptr)
+      .def("free", &Buffer::free, "Releases the memory; idempotent. Later use raises BufferFreed.")
+      .def("__enter__", [](Buffer& b) -> Buffer& { return b; }, py::return_value_policy::reference)
+      .def("__exit__", [](Buffer& b, py::args) { b.free(); })
+      .def("__repr__", [](const Buffer& b) {
+        return "<Buffer " + std::to_string(b.nbytes()) + " bytes on " + b.context()->describe() +
+               (b.freed() ? ", freed>" : ">");
+      });
+
+  py::class_<PinnedMemory>(m, "PinnedMemory", py::buffer_protocol(), "Page-locked host memory.")
+      .def_property_readonly("nbytes", &PinnedMemory::nbytes)
+      .def_buffer([](PinnedMemory& p) {
+        return py::buffer_info(p.data(), 1, py::format_descriptor<uint8_t>::format(), 1, {p.nbytes()}, {1});
+      });
+
+  py::class_<Stream>(m, "Stream", "An ordered queue of work on one device.")
+      .def_property_readonly("handle", [](const Stream& s) { return reinterpret_cast<uintptr_t>(s.handle()); })
+      .def_property_readonly("backend", [](const Stream& s) { return backend_enum(s.context()->kind()); })
+      .def_property_readonly("device", [](const Stream& s) { return s.context()->ordinal(); })
+      .def_property_readonly("owned", &Stream::owned)
+      .def("_device", [](const Stream& s) { return Device{s.context()}; })
+      .def("__repr__", [](const Stream& s) {
+        return std::string(s.owned() ? "<Stream on " : "<borrowed Stream on ") + s.context()->describe() + ">";
+      })
+      .def("synchronize", &Stream::synchronize, py::call_guard<py::gil_scoped_release>())
+      .def("deinit", &Stream::deinit, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly(
+          "__cuda_stream__",
+          [](const Stream& s) -> py::object {
+            if (s.context()->kind() != BackendKind::cuda)
+              throw py::attribute_error("__cuda_stream__ is only defined for CUDA streams");
+            uintptr_t h = reinterpret_cast<uintptr_t>(s.handle());
+            return py::cpp_function([h] { return py::make_tuple(0, h); });
+          },
+          "The CUDA stream protocol: a callable returning (0, handle).")
+      .def("__enter__", [](Stream& s) -> Stream& { return s; }, py::return_value_policy::reference)
+      .def("__exit__", [](Stream& s, py::args) {
+        py::gil_scoped_release release;
+        s.deinit();
+      });
+
+  py::class_<Event>(m, "Event", "A marker in a stream, for ordering and timing.")
+      .def("record", &Event::record, py::arg("stream") = nullptr, py::call_guard<py::gil_scoped_release>())
+      .def("wait", &Event::wait, py::arg("stream") = nullptr, py::call_guard<py::gil_scoped_release>(),
+           "Makes `stream` wait for this event without blocking the host.")
+      .def("synchronize", &Event::synchronize, py::call_guard<py::gil_scoped_release>())
+      .def("query", &Event::query)
+      .def("elapsed_ms", &Event::elapsed_ms, py::arg("end"));
+
+  py::class_<Module>(m, "Module", "A loaded image; shared by every handle that loaded the same bytes.")
+      .def("get_kernel", &Module::get_kernel, py::arg("symbol"))
+      .def("deinit", &Module::deinit, "Releases this handle; the module stays loaded until shutdown.")
+      .def("__enter__", [](Module& mod) -> Module& { return mod; }, py::return_value_policy::reference)
+      .def("__exit__", [](Module& mod, py::args) { mod.deinit(); })
+      .def_property_readonly("function_names", &Module::function_names)
+      .def_property_readonly("id", [](const Module& mod) { return reinterpret_cast<uintptr_t>(mod.id()); },
+                             "Identifies the underlying loaded module.");
+
+  py::class_<Kernel>(m, "Kernel", "A function in a loaded module.")
+      .def_property_readonly("name", &Kernel::name)
+      .def("deinit", &Kernel::deinit, "Releases this handle.")
+      .def("__repr__", [](const Kernel& k) { return "<Kernel " + k.name() + ">"; })
+      .def_property_readonly("arity", [](const Kernel& k) -> py::object {
+        return k.arity() < 0 ? py::none() : py::object(py::int_(k.arity()));
+      })
+      .def("launch", launch, py::arg("grid"), py::arg("block"), py::arg("shared_bytes"), py::arg("args"), py::arg("stream") = nullptr,
+          "Queues a launch (on the default stream unless `stream` is given); does not wait for it.")
+      .def(
+          "launch_on_stream",
+          [](Kernel& k, py::handle grid, py::handle block, uint32_t shared_bytes, py::sequence args, Stream& stream) {
+            launch(k, grid, block, shared_bytes, args, &stream);
+          },
+          py::arg("grid"), py::arg("block"), py::arg("shared_bytes"), py::arg("args"), py::arg("stream"));
+}

@@ -1,0 +1,405 @@
+// The host driver table: the CPU playing a GPU. Buffers are 64-byte-aligned host
+// memory, modules are shared objects following gompute/include/gompute/host_abi.h,
+// a launch runs its grid on the worker pool, and streams are ordered task queues.
+#include <dlfcn.h>
+#include <elf.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "driver.h"
+#include "gompute/host_abi.h"
+#include "host_pool.h"
+
+namespace gompute {
+namespace {
+
+constexpr size_t kAlignment = 64;
+// Launches with at most this many threads run on the submitting thread when their
+// stream is idle: handing ~64 KiB of f32 work to another thread costs more than doing it.
+constexpr uint64_t kInlineThreads = 16384;
+
+struct Fault {
+  std::mutex mu;
+  std::string message;  // "" while no fault
+};
+
+struct HostStream {
+  TaskQueue queue;
+  Fault fault;
+};
+
+struct HostEvent {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t recorded = 0;   // records issued
+  uint64_t completed = 0;  // records reached by their stream
+  std::chrono::steady_clock::time_point when;
+};
+
+using EventRef = std::shared_ptr<HostEvent>;
+
+struct HostFunction {
+  std::string name;
+  gompute_host_kernel entry;
+  int arity;  // -1: the module did not export one
+};
+
+struct HostModule {
+  void* handle;
+  std::vector<std::string> names;
+  std::mutex mu;
+  std::map<std::string, std::unique_ptr<HostFunction>> functions;
+};
+
+// What a trap needs to find: the launch's fault slot and its abort flag.
+struct LaunchState {
+  Fault* fault;
+  const std::string* kernel;
+  std::atomic<bool> aborted{false};
+};
+
+void trap(const gompute_host_launch* launch, const char* message) {
+  auto* state = static_cast<LaunchState*>(launch->runtime);
+  state->aborted.store(true);
+  std::lock_guard<std::mutex> lock(state->fault->mu);
+  if (state->fault->message.empty())
+    state->fault->message = "kernel " + *state->kernel + " trapped: " + (message ? message : "(no message)");
+}
+
+// The exported function names of an ELF shared object (its .dynsym), skipping the
+// toolchain's own "_"-prefixed symbols. Every read is bounds-checked.
+std::vector<std::string> elf_function_names(const std::string& image) {
+  std::vector<std::string> names;
+  auto fits = [&](uint64_t off, uint64_t len) { return off <= image.size() && len <= image.size() - off; };
+  if (!fits(0, sizeof(Elf64_Ehdr))) return names;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, image.data(), sizeof eh);
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+      !fits(eh.e_shoff, uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr)))
+    return names;
+  std::vector<Elf64_Shdr> sections(eh.e_shnum);
+  std::memcpy(sections.data(), image.data() + eh.e_shoff, sections.size() * sizeof(Elf64_Shdr));
+  for (const auto& sh : sections) {
+    if (sh.sh_type != SHT_DYNSYM || sh.sh_link >= sections.size() || !fits(sh.sh_offset, sh.sh_size)) continue;
+    const Elf64_Shdr& strtab = sections[sh.sh_link];
+    if (!fits(strtab.sh_offset, strtab.sh_size)) continue;
+    for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= sh.sh_size; off += sizeof(Elf64_Sym)) {
+      Elf64_Sym sym;
+      std::memcpy(&sym, image.data() + sh.sh_offset + off, sizeof sym);
+      if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF || sym.st_name >= strtab.sh_size) continue;
+      const char* name = image.data() + strtab.sh_offset + sym.st_name;
+      std::string s(name, strnlen(name, strtab.sh_size - sym.st_name));
+      if (!s.empty() && s[0] != '_') names.push_back(s);
+    }
+  }
+  return names;
+}
+
+std::string cpu_model_name() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  }
+  struct utsname u;
+  return uname(&u) == 0 ? u.machine : "host CPU";
+}
+
+unsigned pool_threads() {
+  if (const char* env = std::getenv("GOMPUTE_HOST_THREADS"); env && std::atoi(env) > 0) return std::atoi(env);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+class HostDriver final : public Driver {
+ public:
+  HostDriver() : pool_(pool_threads()), default_stream_(std::make_unique<HostStream>()) {}
+
+  BackendKind kind() const override { return BackendKind::host; }
+  void ensure_loaded() override {}
+  int driver_version() override { return GOMPUTE_HOST_ABI_VERSION; }
+  int device_count() override { return 1; }
+
+  DeviceInfo device_info(int) override {
+    DeviceInfo info;
+    info.name = cpu_model_name();
+    struct utsname u;
+    info.arch = uname(&u) == 0 ? u.machine : "unknown";
+    info.total_memory = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+    info.multiprocessors = static_cast<int>(pool_.threads());
+    return info;
+  }
+
+  // The host has no contexts; a non-null token keeps the runtime's bookkeeping uniform.
+  ContextHandle retain_primary_context(int) override { return this; }
+  void release_primary_context(int) override {}
+  void set_current(ContextHandle, int) override {}
+
+  DevicePtr mem_alloc(size_t nbytes) override {
+    void* p = std::aligned_alloc(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
+    if (!p) fail(ErrorKind::AllocFailed, "ENOMEM", "out of host memory allocating " + std::to_string(nbytes) + " bytes");
+    return reinterpret_cast<DevicePtr>(p);
+  }
+  void mem_free(DevicePtr ptr) override { std::free(reinterpret_cast<void*>(ptr)); }
+  void* host_alloc_pinned(size_t nbytes) override { return reinterpret_cast<void*>(mem_alloc(nbytes)); }
+  void host_free_pinned(void* ptr) override { std::free(ptr); }
+
+  // Synchronous copies follow the legacy default stream: they wait for its work.
+  void copy_htod(DevicePtr dst, const void* src, size_t n) override {
+    default_stream_->queue.drain();
+    std::memcpy(addr(dst), src, n);
+  }
+  void copy_dtoh(void* dst, DevicePtr src, size_t n) override {
+    default_stream_->queue.drain();
+    std::memcpy(dst, addr(src), n);
+  }
+  void copy_dtod(DevicePtr dst, DevicePtr src, size_t n) override {
+    default_stream_->queue.drain();
+    std::memmove(addr(dst), addr(src), n);
+  }
+  void copy_htod_async(DevicePtr dst, const void* src, size_t n, StreamHandle s, KeepAlive keep) override {
+    stream(s).queue.submit([dst, src, n, keep] { std::memcpy(addr(dst), src, n); }, false);
+  }
+  void copy_dtoh_async(void* dst, DevicePtr src, size_t n, StreamHandle s, KeepAlive keep) override {
+    stream(s).queue.submit([dst, src, n, keep] { std::memcpy(dst, addr(src), n); }, false);
+  }
+  void copy_dtod_async(DevicePtr dst, DevicePtr src, size_t n, StreamHandle s, KeepAlive keep) override {
+    stream(s).queue.submit([dst, src, n, keep] { std::memmove(addr(dst), addr(src), n); }, false);
+  }
+
+  StreamHandle stream_create() override {
+    auto* s = new HostStream();
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    streams_.insert(s);
+    return s;
+  }
+  void stream_destroy(StreamHandle s) override {
+    {
+      std::lock_guard<std::mutex> lock(streams_mu_);
+      streams_.erase(static_cast<HostStream*>(s));
+    }
+    delete static_cast<HostStream*>(s);  // drains first
+  }
+  void stream_synchronize(StreamHandle s) override {
+    HostStream& hs = stream(s);
+    hs.queue.drain();
+    std::string message;
+    {
+      std::lock_guard<std::mutex> lock(hs.fault.mu);
+      message.swap(hs.fault.message);
+    }
+    if (!message.empty()) fail(ErrorKind::SyncFailed, "HOST_KERNEL_TRAP", message);
+  }
+
+  // An event handle owns one reference; work still queued holds others, so destroying
+  // an event with a record in flight is safe, as on a GPU.
+  EventHandle event_create(bool) override { return new EventRef(std::make_shared<HostEvent>()); }
+  void event_destroy(EventHandle e) override { delete static_cast<EventRef*>(e); }
+  void event_record(EventHandle e, StreamHandle s) override {
+    EventRef ev = event(e);
+    uint64_t generation;
+    {
+      std::lock_guard<std::mutex> lock(ev->mu);
+      generation = ++ev->recorded;
+    }
+    stream(s).queue.submit(
+        [ev, generation] {
+          std::lock_guard<std::mutex> lock(ev->mu);
+          ev->when = std::chrono::steady_clock::now();
+          ev->completed = std::max(ev->completed, generation);
+          ev->cv.notify_all();
+        },
+        true);
+  }
+  void stream_wait_event(StreamHandle s, EventHandle e) override {
+    EventRef ev = event(e);
+    uint64_t target;
+    {
+      std::lock_guard<std::mutex> lock(ev->mu);
+      target = ev->recorded;  // the record most recently issued, as on a GPU
+      if (ev->completed >= target) return;
+    }
+    // Never inline: the wait must hold up the stream, not the caller.
+    stream(s).queue.submit([ev, target] { wait_for(ev, target); }, false);
+  }
+  void event_synchronize(EventHandle e) override {
+    EventRef ev = event(e);
+    uint64_t target;
+    {
+      std::lock_guard<std::mutex> lock(ev->mu);
+      target = ev->recorded;
+    }
+    wait_for(ev, target);
+  }
+  bool event_query(EventHandle e) override {
+    EventRef ev = event(e);
+    std::lock_guard<std::mutex> lock(ev->mu);
+    return ev->completed >= ev->recorded;
+  }
+  float event_elapsed_ms(EventHandle start, EventHandle end) override {
+    HostEvent *a = event(start).get(), *b = event(end).get();
+    std::lock_guard<std::mutex> la(a->mu);
+    std::unique_lock<std::mutex> lb(b->mu, std::defer_lock);
+    if (a != b) lb.lock();
+    if (a->recorded == 0 || b->recorded == 0 || a->completed < a->recorded || b->completed < b->recorded)
+      fail(ErrorKind::DeviceError, "HOST_EVENT_NOT_READY", "both events must be recorded and complete");
+    return std::chrono::duration<float, std::milli>(b->when - a->when).count();
+  }
+
+  ModuleHandle module_load(const void* image, size_t nbytes) override {
+    std::string bytes(static_cast<const char*>(image), nbytes);
+    if (nbytes < 4 || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0)
+      fail(ErrorKind::ModuleLoadFailed, "HOST_NOT_ELF",
+           "a host module image must be a shared object (ELF); this one starts with something else");
+    void* handle = open_image(bytes);
+    auto* module = new HostModule{handle, elf_function_names(bytes), {}, {}};
+    return module;
+  }
+  void module_unload(ModuleHandle m) override {
+    auto* module = static_cast<HostModule*>(m);
+    dlclose(module->handle);
+    delete module;
+  }
+  FunctionHandle module_get_function(ModuleHandle m, const std::string& name) override {
+    auto* module = static_cast<HostModule*>(m);
+    std::lock_guard<std::mutex> lock(module->mu);
+    auto& slot = module->functions[name];
+    if (!slot) {
+      auto entry = reinterpret_cast<gompute_host_kernel>(dlsym(module->handle, name.c_str()));
+      if (!entry) {
+        module->functions.erase(name);
+        return nullptr;
+      }
+      auto* arity = static_cast<const uint32_t*>(dlsym(module->handle, (name + "_gompute_arity").c_str()));
+      slot.reset(new HostFunction{name, entry, arity ? static_cast<int>(*arity) : -1});
+    }
+    return slot.get();
+  }
+  std::vector<std::string> module_function_names(ModuleHandle m) override { return static_cast<HostModule*>(m)->names; }
+  int function_arg_count(FunctionHandle fn) override { return static_cast<HostFunction*>(fn)->arity; }
+
+  void launch(FunctionHandle fn, Dim3 grid, Dim3 block, uint32_t shared_bytes, StreamHandle s, void* const* args,
+              const size_t* arg_sizes, size_t nargs, KeepAlive keep) override {
+    auto* f = static_cast<HostFunction*>(fn);
+    if (f->arity >= 0 && size_t(f->arity) != nargs)
+      fail(ErrorKind::LaunchFailed, "HOST_ARG_COUNT",
+           "kernel " + f->name + " takes " + std::to_string(f->arity) + " arguments, the launch passed " +
+               std::to_string(nargs));
+    // The argument storage may change once launch returns: copy it, as GPU drivers do.
+    std::vector<size_t> offsets(nargs);
+    size_t total = 0;
+    for (size_t i = 0; i < nargs; ++i) {
+      offsets[i] = total;
+      total += (arg_sizes[i] + 15) / 16 * 16;
+    }
+    auto storage = std::make_shared<std::vector<unsigned char>>(total);
+    for (size_t i = 0; i < nargs; ++i) std::memcpy(storage->data() + offsets[i], args[i], arg_sizes[i]);
+    HostStream& hs = stream(s);
+    const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
+    const uint64_t threads = blocks * block.x * block.y * block.z;
+    const bool small = threads <= kInlineThreads;
+    hs.queue.submit(
+        [this, f, grid, block, shared_bytes, storage, offsets, blocks, small, &hs, keep] {
+          std::vector<void*> pointers(offsets.size());
+          for (size_t i = 0; i < offsets.size(); ++i) pointers[i] = storage->data() + offsets[i];
+          run_grid(*f, grid, block, shared_bytes, pointers, blocks, small, hs.fault);
+        },
+        small);
+  }
+
+  // Waits for every stream; the first fault found is reported, the others are cleared.
+  void device_synchronize() override {
+    // Held throughout, so no stream is destroyed under us; queued work never takes it.
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    std::vector<HostStream*> all{default_stream_.get()};
+    all.insert(all.end(), streams_.begin(), streams_.end());
+    std::string first;
+    for (HostStream* s : all) {
+      try {
+        stream_synchronize(s);
+      } catch (const Error& e) {
+        if (first.empty()) first = e.what();
+      }
+    }
+    if (!first.empty()) fail(ErrorKind::SyncFailed, "HOST_KERNEL_TRAP", first);
+  }
+
+ private:
+  static void* addr(DevicePtr p) { return reinterpret_cast<void*>(p); }
+
+  HostStream& stream(StreamHandle s) { return s ? *static_cast<HostStream*>(s) : *default_stream_; }
+
+  static EventRef event(EventHandle e) { return *static_cast<EventRef*>(e); }
+
+  static void wait_for(const EventRef& ev, uint64_t target) {
+    std::unique_lock<std::mutex> lock(ev->mu);
+    ev->cv.wait(lock, [&] { return ev->completed >= target; });
+  }
+
+  void run_grid(const HostFunction& f, Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vector<void*>& args,
+                uint64_t blocks, bool inline_only, Fault& fault) {
+    LaunchState state{&fault, &f.name};
+    auto body = [&](uint64_t begin, uint64_t end) {
+      if (state.aborted.load(std::memory_order_relaxed)) return;
+      std::vector<unsigned char> shared(shared_bytes);
+      gompute_host_launch launch{};
+      launch.abi_version = GOMPUTE_HOST_ABI_VERSION;
+      launch.arg_count = static_cast<uint32_t>(args.size());
+      launch.args = args.data();
+      launch.grid_dim = {grid.x, grid.y, grid.z};
+      launch.block_dim = {block.x, block.y, block.z};
+      launch.block_begin = begin;
+      launch.block_end = end;
+      launch.shared = shared.empty() ? nullptr : shared.data();
+      launch.shared_bytes = shared_bytes;
+      launch.trap = trap;
+      launch.runtime = &state;
+      f.entry(&launch);
+    };
+    if (inline_only)
+      body(0, blocks);
+    else
+      pool_.run(blocks, body);
+  }
+
+  // dlopen needs a file: write the image to a private temporary file, open it, and
+  // unlink it at once (the mapping outlives the name).
+  void* open_image(const std::string& bytes) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/gompute-module-XXXXXX";
+    int fd = mkstemp(path.data());  // created 0600
+    if (fd < 0) fail(ErrorKind::ModuleLoadFailed, "HOST_TMPFILE", "cannot create a temporary file at " + path);
+    size_t written = 0;
+    while (written < bytes.size()) {
+      ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+      if (n <= 0) break;
+      written += size_t(n);
+    }
+    ::close(fd);
+    void* handle = written == bytes.size() ? dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+    std::string why = handle ? "" : (written == bytes.size() ? dlerror() : "short write to " + path);
+    ::unlink(path.c_str());
+    if (!handle) fail(ErrorKind::ModuleLoadFailed, "HOST_DLOPEN", "cannot load the host module: " + why);
+    return handle;
+  }
+
+  WorkerPool pool_;
+  std::unique_ptr<HostStream> default_stream_;
+  std::mutex streams_mu_;
+  std::set<HostStream*> streams_;
+};
+
+}  // namespace
+
+std::unique_ptr<Driver> make_host_driver() { return std::make_unique<HostDriver>(); }
+
+}  // namespace gompute

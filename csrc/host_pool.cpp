@@ -1,0 +1,136 @@
+#include "host_pool.h"
+
+namespace gompute {
+
+struct WorkerPool::Job {
+  const std::function<void(uint64_t, uint64_t)>* body;
+  uint64_t total;
+  uint64_t grain;
+  std::atomic<uint64_t> next{0};
+  std::atomic<uint64_t> done{0};
+  std::mutex mu;
+  std::condition_variable finished;
+};
+
+WorkerPool::WorkerPool(unsigned threads) {
+  for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { work_loop(); });
+}
+
+WorkerPool::~WorkerPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void WorkerPool::work_on(Job& job) {
+  for (;;) {
+    uint64_t begin = job.next.fetch_add(job.grain);
+    if (begin >= job.total) return;
+    uint64_t end = std::min(begin + job.grain, job.total);
+    (*job.body)(begin, end);
+    if (job.done.fetch_add(end - begin) + (end - begin) == job.total) {
+      std::lock_guard<std::mutex> lock(job.mu);
+      job.finished.notify_all();
+    }
+  }
+}
+
+void WorkerPool::work_loop() {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      if (stopping_) return;
+      job = jobs_.front();
+      // Every chunk handed out: nobody else needs to find this job.
+      if (job->next.load() >= job->total) {
+        jobs_.pop_front();
+        continue;
+      }
+    }
+    work_on(*job);
+  }
+}
+
+void WorkerPool::run(uint64_t total, const std::function<void(uint64_t, uint64_t)>& body) {
+  if (total == 0) return;
+  // A few chunks per thread balance uneven blocks without much hand-out traffic.
+  const uint64_t chunks = uint64_t(threads()) * 4;
+  const uint64_t grain = std::max<uint64_t>(1, (total + chunks - 1) / chunks);
+  if (workers_.empty() || grain >= total) {
+    body(0, total);
+    return;
+  }
+  auto job = std::make_shared<Job>();
+  job->body = &body;
+  job->total = total;
+  job->grain = grain;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back(job);
+  }
+  cv_.notify_all();
+  work_on(*job);
+  std::unique_lock<std::mutex> lock(job->mu);
+  job->finished.wait(lock, [&] { return job->done.load() == job->total; });
+}
+
+TaskQueue::TaskQueue() : thread_([this] { run_loop(); }) {}
+
+TaskQueue::~TaskQueue() {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_cv_.wait(lock, [this] { return tasks_.empty() && !busy_; });
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  thread_.join();
+}
+
+void TaskQueue::submit(Task task, bool may_run_inline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (may_run_inline && tasks_.empty() && !busy_) {
+    busy_ = true;
+    lock.unlock();
+    task();
+    lock.lock();
+    busy_ = false;
+    if (!tasks_.empty()) work_cv_.notify_one();
+    idle_cv_.notify_all();
+    return;
+  }
+  tasks_.push_back(std::move(task));
+  work_cv_.notify_one();
+}
+
+void TaskQueue::drain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [this] { return tasks_.empty() && !busy_; });
+}
+
+bool TaskQueue::idle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tasks_.empty() && !busy_;
+}
+
+void TaskQueue::run_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    work_cv_.wait(lock, [this] { return stopping_ || (!tasks_.empty() && !busy_); });
+    if (stopping_) return;  // the destructor drained the queue first
+    Task task = std::move(tasks_.front());
+    tasks_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    task();
+    lock.lock();
+    busy_ = false;
+    idle_cv_.notify_all();
+  }
+}
+
+}  // namespace gompute

@@ -1,0 +1,65 @@
+// The host backend's execution machinery: a persistent worker pool that runs a
+// grid's blocks, and ordered queues that play the part of GPU streams.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace gompute {
+
+// Runs range bodies on `threads - 1` pool threads plus the calling thread. Several
+// callers (one per stream) may run jobs at once; each job's caller works on it too,
+// so a job always makes progress.
+class WorkerPool {
+ public:
+  explicit WorkerPool(unsigned threads);
+  ~WorkerPool();
+
+  unsigned threads() const { return static_cast<unsigned>(workers_.size()) + 1; }
+  // Calls body(begin, end) over disjoint chunks covering [0, total); returns when all are done.
+  void run(uint64_t total, const std::function<void(uint64_t, uint64_t)>& body);
+
+ private:
+  struct Job;
+  void work_loop();
+  static void work_on(Job& job);
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> jobs_;
+  std::vector<std::thread> workers_;
+  bool stopping_ = false;
+};
+
+// An ordered queue of tasks run by its own thread. A task submitted to an idle queue
+// with `may_run_inline` runs on the submitting thread instead, which saves a thread
+// hand-off for small work; order is kept either way.
+class TaskQueue {
+ public:
+  using Task = std::function<void()>;
+  TaskQueue();
+  ~TaskQueue();  // drains the queue, then joins
+
+  void submit(Task task, bool may_run_inline);
+  void drain();  // returns when every task submitted so far has run
+  bool idle();
+
+ private:
+  void run_loop();
+
+  std::mutex mu_;
+  std::condition_variable work_cv_, idle_cv_;
+  std::deque<Task> tasks_;
+  bool busy_ = false;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace gompute

@@ -1,0 +1,386 @@
+#include "runtime.h"
+
+#include <cstdio>
+
+namespace gompute {
+
+Stats& stats() {
+  static Stats s;
+  return s;
+}
+
+namespace {
+
+std::mutex g_registry_mu;
+std::map<std::pair<int, int>, std::shared_ptr<Context>> g_contexts;
+std::atomic<uint64_t> g_next_context_id{1};
+
+// Per thread and backend: the id of the context last made current.
+thread_local uint64_t t_current[3] = {0, 0, 0};
+
+void warn(const std::string& what, const std::exception& e) {
+  std::fprintf(stderr, "gompute: warning: %s failed: %s\n", what.c_str(), e.what());
+}
+
+template <typename Fn>
+void noexcept_call(const std::string& what, Fn&& fn) noexcept {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    warn(what, e);
+  }
+}
+
+void check_same_context(const Context& a, const Context& b, const char* what) {
+  if (&a != &b)
+    raise(ErrorKind::ArgumentError,
+          std::string(what) + " belongs to " + b.describe() + ", but the operation runs on " + a.describe());
+}
+
+StreamHandle stream_handle(Stream* stream, const Context& ctx) {
+  if (!stream) return nullptr;
+  check_same_context(ctx, *stream->context(), "the stream");
+  return stream->handle();
+}
+
+}  // namespace
+
+// ---- Context ---------------------------------------------------------------
+
+Context::Context(BackendKind kind, int ordinal)
+    : drv_(driver(kind)), kind_(kind), ordinal_(ordinal), id_(g_next_context_id++) {
+  handle_ = drv_.retain_primary_context(ordinal);
+  stats().contexts_retained++;
+}
+
+Context::~Context() = default;
+
+std::shared_ptr<Context> Context::get(BackendKind kind, int ordinal) {
+  Driver& drv = driver(kind);
+  drv.ensure_loaded();
+  std::lock_guard<std::mutex> lock(g_registry_mu);
+  auto& slot = g_contexts[{int(kind), ordinal}];
+  if (!slot) {
+    int count = drv.device_count();
+    if (ordinal < 0 || ordinal >= count) {
+      g_contexts.erase({int(kind), ordinal});
+      raise(ErrorKind::ArgumentError, std::string(backend_name(kind)) + " has " + std::to_string(count) +
+                                          " device(s); ordinal " + std::to_string(ordinal) + " is out of range");
+    }
+    slot = std::make_shared<Context>(kind, ordinal);
+  }
+  return slot;
+}
+
+std::string Context::describe() const { return std::string(backend_name(kind_)) + ":" + std::to_string(ordinal_); }
+
+void Context::enter() {
+  if (!alive_.load())
+    raise(ErrorKind::InvalidHandle, "this handle belongs to the " + describe() +
+                                        " runtime, which was shut down; make a new one with Compute.init");
+  uint64_t& current = t_current[int(kind_)];
+  if (current != id_) {
+    drv_.set_current(handle_, ordinal_);
+    current = id_;
+  }
+}
+
+std::shared_ptr<ModuleState> Context::load_module(const std::string& image) {
+  enter();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = modules_.find(image);
+  if (it != modules_.end()) {
+    stats().module_cache_hits++;
+    return it->second;
+  }
+  auto state = std::make_shared<ModuleState>();
+  state->ctx = shared_from_this();
+  state->handle = drv_.module_load(image.data(), image.size());
+  state->names = drv_.module_function_names(state->handle);
+  stats().modules_loaded++;
+  modules_.emplace(image, state);
+  return state;
+}
+
+void Context::track(const std::shared_ptr<StreamState>& stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Forget streams that are gone, so the list stays as long as the live ones.
+  std::vector<std::weak_ptr<StreamState>> live;
+  for (auto& w : streams_)
+    if (!w.expired()) live.push_back(std::move(w));
+  live.push_back(stream);
+  streams_.swap(live);
+}
+
+void Context::synchronize() {
+  enter();
+  drv_.device_synchronize();
+}
+
+void Context::shutdown() {
+  if (!alive_.load()) return;
+  noexcept_call("synchronize at shutdown", [&] { synchronize(); });
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& w : streams_)
+    if (auto s = w.lock()) s->destroy();
+  streams_.clear();
+  for (auto& [image, module] : modules_) {
+    noexcept_call("module unload", [&, m = module] { drv_.module_unload(m->handle); });
+    module->unloaded = true;
+  }
+  modules_.clear();
+  noexcept_call("context release", [&] { drv_.release_primary_context(ordinal_); });
+  alive_.store(false);
+}
+
+void shutdown(std::optional<BackendKind> kind) {
+  std::vector<std::shared_ptr<Context>> doomed;
+  {
+    std::lock_guard<std::mutex> lock(g_registry_mu);
+    for (auto it = g_contexts.begin(); it != g_contexts.end();) {
+      if (!kind || it->first.first == int(*kind)) {
+        doomed.push_back(it->second);
+        it = g_contexts.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& ctx : doomed) ctx->shutdown();
+}
+
+// ---- Buffers -----------------------------------------------------------------
+
+Allocation::~Allocation() {
+  if (owner || !ptr) return;
+  stats().buffers_live--;
+  stats().bytes_live -= nbytes;
+  // After shutdown a GPU context took its memory with it; host memory is still ours.
+  if (!ctx->alive() && ctx->kind() != BackendKind::host) return;
+  noexcept_call("free of a " + ctx->describe() + " buffer", [&] { ctx->drv().mem_free(ptr); });
+}
+
+Buffer::Buffer(std::shared_ptr<Context> ctx, size_t nbytes) : ctx_(std::move(ctx)), nbytes_(nbytes) {
+  ctx_->enter();
+  auto alloc = std::make_shared<Allocation>();
+  alloc->ctx = ctx_;
+  alloc->nbytes = nbytes;
+  if (nbytes > 0) {
+    alloc->ptr = ctx_->drv().mem_alloc(nbytes);
+    stats().buffers_live++;
+    stats().bytes_live += nbytes;
+  }
+  stats().buffers_allocated++;
+  alloc_ = std::move(alloc);
+}
+
+Buffer::Buffer(std::shared_ptr<Allocation> alloc, size_t offset, size_t nbytes)
+    : ctx_(alloc->ctx), offset_(offset), nbytes_(nbytes), alloc_(std::move(alloc)) {
+  if (offset > alloc_->nbytes || nbytes > alloc_->nbytes - offset)
+    raise(ErrorKind::ArgumentError, "a view of " + std::to_string(nbytes) + " bytes at offset " +
+                                        std::to_string(offset) + " reaches outside its " +
+                                        std::to_string(alloc_->nbytes) + "-byte allocation");
+}
+
+const std::shared_ptr<Allocation>& Buffer::allocation() const {
+  if (!alloc_) raise(ErrorKind::BufferFreed, "this Buffer was freed; allocate a new one with compute.alloc");
+  ctx_->enter();
+  return alloc_;
+}
+
+DevicePtr Buffer::device_addr() const {
+  const auto& alloc = allocation();
+  return alloc->ptr ? alloc->ptr + offset_ : 0;
+}
+
+void Buffer::check_range(const char* what, size_t offset, size_t n) const {
+  if (offset > nbytes_ || n > nbytes_ - offset)
+    raise(ErrorKind::CopyFailed, std::string(what) + " of " + std::to_string(n) + " bytes at offset " +
+                                     std::to_string(offset) + " overruns the " + std::to_string(nbytes_) +
+                                     "-byte buffer (asked for bytes [" + std::to_string(offset) + ", " +
+                                     std::to_string(offset + n) + "))");
+}
+
+void Buffer::upload(const void* src, size_t n, size_t offset, Stream* stream, KeepAlive keep) {
+  const auto& alloc = allocation();
+  check_range("upload", offset, n);
+  if (n == 0) return;
+  DevicePtr dst = alloc->ptr + offset_ + offset;
+  if (StreamHandle s = stream_handle(stream, *ctx_); stream)
+    ctx_->drv().copy_htod_async(dst, src, n, s, std::make_shared<std::pair<KeepAlive, KeepAlive>>(keep, alloc));
+  else
+    ctx_->drv().copy_htod(dst, src, n);
+}
+
+void Buffer::download(void* dst, size_t n, size_t offset, Stream* stream, KeepAlive keep) {
+  const auto& alloc = allocation();
+  check_range("download", offset, n);
+  if (n == 0) return;
+  DevicePtr src = alloc->ptr + offset_ + offset;
+  if (StreamHandle s = stream_handle(stream, *ctx_); stream)
+    ctx_->drv().copy_dtoh_async(dst, src, n, s, std::make_shared<std::pair<KeepAlive, KeepAlive>>(keep, alloc));
+  else
+    ctx_->drv().copy_dtoh(dst, src, n);
+}
+
+void Buffer::copy_from(const Buffer& src, size_t src_offset, size_t dst_offset, size_t n, Stream* stream) {
+  const auto& dst_alloc = allocation();
+  const auto& src_alloc = src.allocation();
+  check_same_context(*ctx_, *src.ctx_, "the source buffer");
+  src.check_range("copy_from (source)", src_offset, n);
+  check_range("copy_from (destination)", dst_offset, n);
+  if (n == 0) return;
+  Driver& drv = ctx_->drv();
+  DevicePtr to = dst_alloc->ptr + offset_ + dst_offset, from = src_alloc->ptr + src.offset_ + src_offset;
+  StreamHandle s = stream_handle(stream, *ctx_);
+  KeepAlive keep = std::make_shared<std::pair<KeepAlive, KeepAlive>>(dst_alloc, src_alloc);
+  // GPU device-to-device copies of overlapping ranges are undefined: stage them.
+  if (from < to + n && to < from + n && drv.kind() != BackendKind::host) {
+    Buffer staging(ctx_, n);
+    DevicePtr tmp = staging.alloc_->ptr;
+    keep = std::make_shared<std::pair<KeepAlive, KeepAlive>>(keep, staging.alloc_);
+    if (stream) {
+      drv.copy_dtod_async(tmp, from, n, s, keep);
+    } else {
+      drv.copy_dtod(tmp, from, n);
+    }
+    from = tmp;
+  }
+  if (stream)
+    drv.copy_dtod_async(to, from, n, s, keep);
+  else
+    drv.copy_dtod(to, from, n);
+}
+
+void Buffer::free() { alloc_.reset(); }
+
+PinnedMemory::PinnedMemory(std::shared_ptr<Context> ctx, size_t nbytes) : ctx_(std::move(ctx)), nbytes_(nbytes) {
+  ctx_->enter();
+  data_ = ctx_->drv().host_alloc_pinned(nbytes ? nbytes : 1);
+}
+
+PinnedMemory::~PinnedMemory() {
+  if (!ctx_->alive() && ctx_->kind() != BackendKind::host) return;
+  noexcept_call("free of pinned memory", [&] { ctx_->drv().host_free_pinned(data_); });
+}
+
+// ---- Streams and events ---------------------------------------------------------
+
+void StreamState::destroy() {
+  std::lock_guard<std::mutex> lock(mu);
+  if (destroyed) return;
+  destroyed = true;
+  if (owned && ctx->alive()) {
+    noexcept_call("stream destroy", [&] {
+      ctx->enter();
+      ctx->drv().stream_destroy(handle);
+    });
+  }
+}
+
+Stream::Stream(std::shared_ptr<Context> ctx) : state_(std::make_shared<StreamState>()) {
+  ctx->enter();
+  state_->ctx = ctx;
+  state_->handle = ctx->drv().stream_create();
+  state_->owned = true;
+  ctx->track(state_);
+}
+
+Stream::Stream(std::shared_ptr<Context> ctx, StreamHandle borrowed) : state_(std::make_shared<StreamState>()) {
+  state_->ctx = std::move(ctx);
+  state_->handle = borrowed;
+}
+
+StreamHandle Stream::handle() const {
+  state_->ctx->enter();
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->destroyed) raise(ErrorKind::InvalidHandle, "this stream was deinit()ed; create a new one");
+  return state_->handle;
+}
+
+void Stream::synchronize() { state_->ctx->drv().stream_synchronize(handle()); }
+
+void Stream::deinit() { state_->destroy(); }
+
+Event::Event(std::shared_ptr<Context> ctx, bool timing) : ctx_(std::move(ctx)) {
+  ctx_->enter();
+  handle_ = ctx_->drv().event_create(timing);
+}
+
+Event::~Event() {
+  if (!ctx_->alive() && ctx_->kind() != BackendKind::host) return;
+  noexcept_call("event destroy", [&] { ctx_->drv().event_destroy(handle_); });
+}
+
+EventHandle Event::handle() const {
+  ctx_->enter();
+  return handle_;
+}
+
+void Event::record(Stream* stream) { ctx_->drv().event_record(handle(), stream_handle(stream, *ctx_)); }
+void Event::wait(Stream* stream) { ctx_->drv().stream_wait_event(stream_handle(stream, *ctx_), handle()); }
+void Event::synchronize() { ctx_->drv().event_synchronize(handle()); }
+bool Event::query() { return ctx_->drv().event_query(handle()); }
+float Event::elapsed_ms(const Event& end) const {
+  check_same_context(*ctx_, *end.ctx_, "the end event");
+  return ctx_->drv().event_elapsed_ms(handle(), end.handle());
+}
+
+// ---- Modules and launches ---------------------------------------------------------
+
+const ModuleState& Module::state() const {
+  if (!state_) raise(ErrorKind::InvalidHandle, "this Module was deinit()ed; load it again with load_module");
+  state_->ctx->enter();
+  if (state_->unloaded) raise(ErrorKind::InvalidHandle, "this module was unloaded by shutdown()");
+  return *state_;
+}
+
+Kernel Module::get_kernel(const std::string& name) const {
+  const ModuleState& st = state();
+  FunctionHandle fn = st.ctx->drv().module_get_function(st.handle, name);
+  if (!fn) {
+    std::string have;
+    for (const auto& n : st.names) have += (have.empty() ? "" : ", ") + n;
+    raise(ErrorKind::KernelNotFound,
+          "the module has no kernel named '" + name + "'" +
+              (have.empty() ? " (this driver cannot list a module's kernels)" : "; it has: " + have));
+  }
+  return Kernel(state_, fn, name, st.ctx->drv().function_arg_count(fn));
+}
+
+Arg::Arg(const Buffer& buffer) : alloc_(buffer.allocation()) {
+  DevicePtr addr = buffer.device_addr();
+  bytes_.assign(reinterpret_cast<const char*>(&addr), sizeof addr);
+}
+
+void Kernel::launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vector<const Arg*>& args,
+                    Stream* stream) {
+  if (!module_) raise(ErrorKind::InvalidHandle, "this Kernel was deinit()ed; get it again with module.get_kernel");
+  Context& ctx = *module_->ctx;
+  ctx.enter();
+  if (module_->unloaded) raise(ErrorKind::InvalidHandle, "the module of " + name_ + " was unloaded by shutdown()");
+  if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z)
+    raise(ErrorKind::LaunchFailed, "launch of " + name_ + ": every grid and block dimension must be at least 1");
+  if (arity_ >= 0 && size_t(arity_) != args.size())
+    raise(ErrorKind::LaunchFailed, "kernel " + name_ + " takes " + std::to_string(arity_) + " arguments; the launch passed " +
+                                       std::to_string(args.size()));
+  std::vector<void*> pointers(args.size());
+  std::vector<size_t> sizes(args.size());
+  std::vector<KeepAlive> allocations;
+  for (size_t i = 0; i < args.size(); ++i) {
+    pointers[i] = const_cast<char*>(args[i]->bytes().data());
+    sizes[i] = args[i]->bytes().size();
+    if (const auto& alloc = args[i]->allocation()) {
+      if (alloc->ctx.get() != &ctx)
+        raise(ErrorKind::LaunchFailed, "argument " + std::to_string(i) + " of " + name_ + " is a buffer on " +
+                                           alloc->ctx->describe() + ", but the kernel runs on " + ctx.describe());
+      allocations.push_back(alloc);
+    }
+  }
+  StreamHandle s = stream_handle(stream, ctx);
+  KeepAlive keep = allocations.empty() ? nullptr : std::make_shared<std::vector<KeepAlive>>(std::move(allocations));
+  ctx.drv().launch(fn_, grid, block, shared_bytes, s, pointers.data(), sizes.data(), pointers.size(), std::move(keep));
+  stats().launches++;
+}
+
+}  // namespace gompute

@@ -1,0 +1,223 @@
+// The runtime objects, written once against the driver table: Context, Buffer,
+// PinnedMemory, Stream, Event, Module, Kernel, Arg. No Python in here.
+//
+// Ownership (see DESIGN.md): every object holds a shared_ptr to its Context; a Kernel
+// holds its Module. A Context lives in a process-wide registry from its first use
+// until shutdown(); after shutdown every old handle raises InvalidHandle.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "driver.h"
+
+namespace gompute {
+
+struct Stats {
+  std::atomic<uint64_t> contexts_retained{0};
+  std::atomic<uint64_t> modules_loaded{0};       // images handed to the driver
+  std::atomic<uint64_t> module_cache_hits{0};    // load_module answered from the cache
+  std::atomic<uint64_t> buffers_allocated{0};
+  std::atomic<uint64_t> buffers_live{0};
+  std::atomic<uint64_t> bytes_live{0};
+  std::atomic<uint64_t> launches{0};
+};
+Stats& stats();
+
+struct StreamState;
+struct ModuleState;
+
+// A device's primary context, shared by every handle on that device.
+class Context : public std::enable_shared_from_this<Context> {
+ public:
+  Context(BackendKind kind, int ordinal);
+  ~Context();
+
+  // The context of (kind, ordinal), retained at first use. Throws BackendUnavailable.
+  static std::shared_ptr<Context> get(BackendKind kind, int ordinal);
+
+  Driver& drv() const { return drv_; }
+  BackendKind kind() const { return kind_; }
+  int ordinal() const { return ordinal_; }
+  std::string describe() const;  // "cuda:0"
+  bool alive() const { return alive_.load(); }
+
+  // Checks the context is alive and current on the calling thread.
+  void enter();
+
+  std::shared_ptr<ModuleState> load_module(const std::string& image);
+  void track(const std::shared_ptr<StreamState>& stream);
+  void synchronize();
+  // Synchronizes and destroys the streams, unloads the modules, releases the context.
+  void shutdown();
+
+ private:
+  Driver& drv_;
+  BackendKind kind_;
+  int ordinal_;
+  uint64_t id_;  // unique per process, unlike addresses
+  ContextHandle handle_ = nullptr;
+  std::atomic<bool> alive_{true};
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<ModuleState>> modules_;  // image bytes -> module
+  std::vector<std::weak_ptr<StreamState>> streams_;
+};
+
+// Tears down every context of `kind` (all backends when empty).
+void shutdown(std::optional<BackendKind> kind);
+
+// Device memory: gompute's own (freed when the last Buffer and in-flight operation
+// holding it let go), or someone else's, kept alive through `owner`.
+struct Allocation {
+  std::shared_ptr<Context> ctx;
+  DevicePtr ptr = 0;
+  size_t nbytes = 0;
+  KeepAlive owner;  // set for foreign memory, which gompute never frees
+  ~Allocation();
+};
+
+class Stream;
+
+class Buffer {
+ public:
+  // New device memory.
+  Buffer(std::shared_ptr<Context> ctx, size_t nbytes);
+  // `nbytes` of an existing allocation from `offset` (a view, or foreign memory).
+  Buffer(std::shared_ptr<Allocation> alloc, size_t offset, size_t nbytes);
+
+  size_t nbytes() const { return nbytes_; }
+  size_t offset() const { return offset_; }
+  const std::shared_ptr<Context>& context() const { return ctx_; }
+  bool freed() const { return !alloc_; }
+  DevicePtr device_addr() const;
+  // The allocation, checked live; what launches and async copies keep alive.
+  const std::shared_ptr<Allocation>& allocation() const;
+
+  void upload(const void* src, size_t n, size_t offset, Stream* stream, KeepAlive keep);
+  void download(void* dst, size_t n, size_t offset, Stream* stream, KeepAlive keep);
+  void copy_from(const Buffer& src, size_t src_offset, size_t dst_offset, size_t n, Stream* stream);
+  void free();
+
+ private:
+  void check_range(const char* what, size_t offset, size_t n) const;
+  std::shared_ptr<Context> ctx_;
+  size_t offset_ = 0;
+  size_t nbytes_;
+  std::shared_ptr<Allocation> alloc_;
+};
+
+// Page-locked host memory, for asynchronous copies that overlap with work.
+class PinnedMemory {
+ public:
+  PinnedMemory(std::shared_ptr<Context> ctx, size_t nbytes);
+  ~PinnedMemory();
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+
+ private:
+  std::shared_ptr<Context> ctx_;
+  void* data_ = nullptr;
+  size_t nbytes_;
+};
+
+struct StreamState {
+  std::shared_ptr<Context> ctx;
+  StreamHandle handle = nullptr;
+  bool owned = false;   // false: a foreign handle gompute must not destroy
+  bool destroyed = false;
+  std::mutex mu;
+  void destroy();       // idempotent
+};
+
+class Stream {
+ public:
+  // A new stream on `ctx`.
+  explicit Stream(std::shared_ptr<Context> ctx);
+  // A handle someone else owns (the default stream, a framework's stream).
+  Stream(std::shared_ptr<Context> ctx, StreamHandle borrowed);
+
+  StreamHandle handle() const;  // checked live
+  const std::shared_ptr<Context>& context() const { return state_->ctx; }
+  bool owned() const { return state_->owned; }
+  void synchronize();
+  void deinit();
+
+ private:
+  std::shared_ptr<StreamState> state_;
+};
+
+class Event {
+ public:
+  Event(std::shared_ptr<Context> ctx, bool timing);
+  ~Event();
+  void record(Stream* stream);
+  void wait(Stream* stream);  // `stream` waits for this event, without blocking the host
+  void synchronize();
+  bool query();
+  float elapsed_ms(const Event& end) const;
+
+ private:
+  EventHandle handle() const;
+  std::shared_ptr<Context> ctx_;
+  EventHandle handle_;
+};
+
+struct ModuleState {
+  std::shared_ptr<Context> ctx;
+  ModuleHandle handle = nullptr;
+  std::vector<std::string> names;
+  bool unloaded = false;
+};
+
+class Kernel;
+
+// A handle on a loaded module. deinit() releases the handle; the module stays loaded
+// (for other handles and kernels) until shutdown.
+class Module {
+ public:
+  explicit Module(std::shared_ptr<ModuleState> state) : state_(std::move(state)) {}
+  Kernel get_kernel(const std::string& name) const;
+  std::vector<std::string> function_names() const { return state().names; }
+  const ModuleState* id() const { return &state(); }
+  void deinit() { state_.reset(); }
+
+ private:
+  const ModuleState& state() const;
+  std::shared_ptr<ModuleState> state_;
+};
+
+// One launch argument: its bytes, and the allocation it refers to (if a buffer).
+class Arg {
+ public:
+  explicit Arg(std::string bytes) : bytes_(std::move(bytes)) {}
+  explicit Arg(const Buffer& buffer);
+  const std::string& bytes() const { return bytes_; }
+  const std::shared_ptr<Allocation>& allocation() const { return alloc_; }
+
+ private:
+  std::string bytes_;
+  std::shared_ptr<Allocation> alloc_;
+};
+
+class Kernel {
+ public:
+  Kernel(std::shared_ptr<ModuleState> module, FunctionHandle fn, std::string name, int arity)
+      : module_(std::move(module)), fn_(fn), name_(std::move(name)), arity_(arity) {}
+  const std::string& name() const { return name_; }
+  int arity() const { return arity_; }  // -1: unknown
+  void deinit() { module_.reset(); }
+  void launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vector<const Arg*>& args, Stream* stream);
+
+ private:
+  std::shared_ptr<ModuleState> module_;
+  FunctionHandle fn_;
+  std::string name_;
+  int arity_;
+};
+
+}  // namespace gompute
