@@ -1,0 +1,30 @@
+"""gompute: elementwise kernels written in Python, run on the arrays you already have.
+
+The layers, bottom up: `g.runtime` (devices, buffers, streams, modules, launches over
+CUDA, HIP and the host CPU), `g.abi` and `g.interface` (kernel arguments), the scalar
+types (`g.f32`, ...), and the error hierarchy under `g.GomputeError`.
+"""
+
+from . import abi, interface, runtime, types
+from ._core import Buffer, Event, Module, PinnedMemory, Stream
+from .abi import Params
+from .backend import Backend
+from .dim3 import Dim3
+from .errors import (
+    AllocFailed,
+    ArgumentError,
+    BackendUnavailable,
+    BufferFreed,
+    CompileError,
+    CopyFailed,
+    DeviceError,
+    GomputeError,
+    InvalidHandle,
+    KernelNotFound,
+    LaunchFailed,
+    ModuleLoadFailed,
+    SyncFailed,
+)
+from .types import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+
+__version__ = "0.1.0"

@@ -1,0 +1,123 @@
+"""The host backend's compiler: generated C++ → a shared object, through the disk cache.
+
+The compiler is `$CXX` if set, else the first of `c++`, `g++`, `clang++` on PATH, else the
+`ziglang` wheel's `zig c++`. Code is built for this machine's CPU (`-march=native`), and the CPU
+the compiler resolves that to is part of the cache key.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CompileError
+from .cache import DiskCache, default_cache, gompute_version
+
+INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
+FLAGS = ("-std=c++17", "-O3", "-march=native", "-shared", "-fPIC", "-fvisibility=hidden",
+         # No errno and no FP-exception side effects let loops vectorize; no contraction keeps
+         # each operation rounded as NumPy rounds it.
+         "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-w")
+
+
+@dataclass(frozen=True)
+class HostCompiler:
+    command: tuple[str, ...]
+    version: str  # first line of --version
+    target_cpu: str
+
+    @property
+    def identity(self) -> str:
+        return f"{' '.join(self.command)}: {self.version}"
+
+    def compile(self, source_path: Path, output: Path, extra: tuple[str, ...] = ()) -> None:
+        argv = [*self.command, *FLAGS, *extra, f"-I{INCLUDE_DIR}", "-o", str(output), str(source_path)]
+        proc = subprocess.run(argv, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise CompileError(
+                f"the host C++ compiler failed on generated code (a gompute bug; please report it).\n"
+                f"source: {source_path}\ncommand: {shlex.join(argv)}\n{proc.stdout}{proc.stderr}"
+            )
+
+
+def _candidates() -> list[tuple[str, ...]]:
+    found = []
+    if os.environ.get("CXX"):
+        found.append(tuple(shlex.split(os.environ["CXX"])))
+    found += [(name,) for name in ("c++", "g++", "clang++")]
+    if importlib.util.find_spec("ziglang") is not None:
+        found.append((sys.executable, "-m", "ziglang", "c++"))
+    return found
+
+
+def _version(command: tuple[str, ...]) -> str | None:
+    if shutil.which(command[0]) is None:
+        return None
+    try:
+        proc = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = (proc.stdout or proc.stderr).strip().splitlines()
+    return lines[0] if proc.returncode == 0 and lines else None
+
+
+def _target_cpu(command: tuple[str, ...]) -> str:
+    """The CPU `-march=native` means to this compiler (GCC, then Clang's way of saying it)."""
+    probes = (
+        ([*command, "-march=native", "-Q", "--help=target"], r"^\s*-march=\s*(\S+)"),
+        ([*command, "-march=native", "-###", "-x", "c++", "-c", os.devnull], r'"-target-cpu" "([^"]+)"'),
+    )
+    for argv, pattern in probes:
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        match = re.search(pattern, proc.stdout + proc.stderr, re.M)
+        if match:
+            return match.group(1)
+    return f"{platform.machine()}-{platform.processor() or 'unknown'}"
+
+
+@functools.lru_cache(maxsize=None)
+def _find(candidates: tuple[tuple[str, ...], ...]) -> HostCompiler:
+    for command in candidates:
+        version = _version(command)
+        if version is not None:
+            return HostCompiler(command, version, _target_cpu(command))
+    raise CompileError(
+        "no C++ compiler found for the host backend (tried $CXX, c++, g++, clang++, python -m ziglang). "
+        "Install one: `apt install g++` (or your system's equivalent), or `pip install ziglang`."
+    )
+
+
+def find_compiler() -> HostCompiler:
+    """The host C++ compiler to use now (looked up once per $CXX setting)."""
+    return _find(tuple(_candidates()))
+
+
+def _abi_hash() -> str:
+    return hashlib.sha256((INCLUDE_DIR / "gompute" / "host_abi.h").read_bytes()).hexdigest()[:16]
+
+
+def compile_shared_object(name: str, source: str, cache: DiskCache | None = None) -> tuple[bytes, Path]:
+    """The shared object built from `source` (a whole host module), and its cache folder."""
+    compiler = find_compiler()
+    key = {"gompute": gompute_version(), "backend": "host", "source": source, "compiler": compiler.identity,
+           "options": list(FLAGS), "target": compiler.target_cpu, "abi": _abi_hash()}
+
+    def build(folder: Path) -> None:
+        src = folder / "source.cpp"
+        src.write_text(source)
+        compiler.compile(src, folder / "host.so")
+
+    return (cache or default_cache()).get(name, key, "host.so", build)
