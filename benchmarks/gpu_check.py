@@ -1,0 +1,334 @@
+"""What only a GPU can show, in one script: the runtime scenarios on Backend.cuda.
+
+Runs offline (numpy and gompute only; CuPy and PyTorch are used where installed) in a
+few minutes and prints a table: scenario, ok/FAIL, figure. Without a usable CUDA device
+it says so and stops before the first GPU call.
+
+    python benchmarks/gpu_check.py [--save]   # --save also writes benchmarks/results/gpu_check-<date>.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+import gompute as g
+from gompute.demo import SCALE_RELU_PTX, Params
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+# One thread per element: data[i] = data[i] + 1.0 (for launch overhead and threads).
+ADD_ONE_PTX = r"""
+.version 7.0
+.target sm_52
+.address_size 64
+.visible .entry add_one(.param .u64 data, .param .u64 len)
+{
+    .reg .pred %p<2>; .reg .f32 %f<3>; .reg .b32 %r<4>; .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [data];
+    ld.param.u64 %rd2, [len];
+    mov.u32 %r1, %ctaid.x; mov.u32 %r2, %ntid.x; mov.u32 %r3, %tid.x;
+    cvt.u64.u32 %rd3, %r3;
+    mad.wide.u32 %rd4, %r1, %r2, %rd3;
+    setp.ge.u64 %p1, %rd4, %rd2;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd5, %rd1;
+    shl.b64 %rd6, %rd4, 2;
+    add.s64 %rd7, %rd5, %rd6;
+    ld.global.f32 %f1, [%rd7];
+    add.f32 %f2, %f1, 0f3F800000;
+    st.global.f32 [%rd7], %f2;
+DONE:
+    ret;
+}
+.visible .entry faulty()
+{
+    trap;
+}
+"""
+
+
+class Check:
+    """Collects (scenario, ok, figure) rows; a scenario that raises is a FAIL with its error."""
+
+    def __init__(self):
+        self.rows: list[tuple[str, bool, str]] = []
+
+    def run(self, name: str, fn) -> None:
+        start = time.perf_counter()
+        try:
+            figure = fn() or ""
+            ok = True
+        except Exception as e:  # noqa: BLE001 - every failure is reported in the table
+            ok, figure = False, f"{type(e).__name__}: {e}"
+            traceback.print_exc(file=sys.stderr)
+        self.rows.append((name, ok, f"{figure} [{time.perf_counter() - start:.1f} s]"))
+        print(f"  {'ok  ' if ok else 'FAIL'} {name}: {figure}", flush=True)
+
+    def table(self) -> str:
+        lines = ["| scenario | result | figure |", "|---|---|---|"]
+        lines += [f"| {n} | {'ok' if ok else 'FAIL'} | {f} |" for n, ok, f in self.rows]
+        return "\n".join(lines)
+
+
+def gbps(nbytes: int, seconds: float) -> str:
+    return f"{nbytes / seconds / 1e9:.1f} GB/s"
+
+
+def event_ms(gpu, stream, fn, repeats: int = 5) -> float:
+    """Median milliseconds of `fn()` on `stream`, timed with events."""
+    start, end = gpu.create_event(), gpu.create_event()
+    times = []
+    for _ in range(repeats):
+        start.record(stream)
+        fn()
+        end.record(stream)
+        end.synchronize()
+        times.append(start.elapsed_ms(end))
+    return float(np.median(times))
+
+
+def scenarios(gpu, check: Check) -> None:
+    d = gpu.device_info()
+    n = 1 << 24
+    host = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+
+    def roundtrip():
+        with gpu.alloc(host.nbytes) as buf:
+            t = time.perf_counter()
+            buf.upload(host)
+            up = time.perf_counter() - t
+            out = np.empty_like(host)
+            t = time.perf_counter()
+            buf.download(out)
+            down = time.perf_counter() - t
+            assert np.array_equal(out, host)
+        return f"pageable H2D {gbps(host.nbytes, up)}, D2H {gbps(host.nbytes, down)}"
+
+    def pinned_async():
+        pinned = gpu.alloc_pinned(host.nbytes)
+        view = np.frombuffer(pinned, dtype=np.float32)
+        view[:] = host
+        stream = gpu.create_stream()
+        with gpu.alloc(host.nbytes) as buf:
+            ms = event_ms(gpu, stream, lambda: buf.upload(pinned, stream=stream))
+            view[:] = 0
+            buf.download(pinned, stream=stream)
+            stream.synchronize()
+            assert np.array_equal(view, host)
+        return f"pinned async H2D {gbps(host.nbytes, ms / 1e3)}"
+
+    def launch_by_hand():
+        module = gpu.load_module(SCALE_RELU_PTX)
+        again = gpu.load_module(SCALE_RELU_PTX)
+        assert module.id == again.id, "the same image loaded twice"
+        kernel = module.get_kernel("scale_relu")
+        with gpu.alloc(host.nbytes) as buf:
+            buf.upload(host)
+            args = [buf.arg_ptr(), g.interface.arg(g.u64(n)), g.interface.arg(g.abi.pack(Params, scale=2))]
+            kernel.launch(g.Dim3.linear(n, 256), g.Dim3(256), 0, args)
+            gpu.synchronize()
+            out = np.empty_like(host)
+            buf.download(out)
+        expected = np.maximum(host * np.float32(2), 0)
+        assert np.array_equal(out, expected), f"max error {np.max(np.abs(out - expected))}"
+        return f"PTX JIT + launch matches NumPy; stats {g.runtime.stats()['module_cache_hits']} cache hit(s)"
+
+    def errors():
+        module = gpu.load_module(ADD_ONE_PTX)
+        try:
+            module.get_kernel("nope")
+            raise AssertionError("no KernelNotFound")
+        except g.KernelNotFound as e:
+            listed = "add_one" in str(e)
+        buf = gpu.alloc(16)
+        try:
+            buf.upload(np.zeros(8, np.float32))
+            raise AssertionError("no CopyFailed")
+        except g.CopyFailed:
+            pass
+        buf.free()
+        try:
+            buf.arg_ptr()
+            raise AssertionError("no BufferFreed")
+        except g.BufferFreed:
+            pass
+        return f"KernelNotFound {'lists' if listed else 'cannot list (driver < 12.4)'} names; CopyFailed; BufferFreed"
+
+    def bandwidth():
+        big = 100_000_000
+        kernel = gpu.load_module(SCALE_RELU_PTX).get_kernel("scale_relu")
+        stream = gpu.create_stream()
+        with gpu.alloc(big * 4) as a, gpu.alloc(big * 4) as b:
+            args = [a.arg_ptr(), g.interface.arg(g.u64(big)), g.interface.arg(g.abi.pack(Params, scale=2))]
+            copy = event_ms(gpu, stream, lambda: b.copy_from(a, stream=stream))
+            run = event_ms(gpu, stream, lambda: kernel.launch(g.Dim3.linear(big, 256), 256, 0, args, stream=stream))
+        moved = 2 * big * 4  # read + write
+        return f"1e8 f32: copy {gbps(moved, copy / 1e3)}, hand-written scale_relu {gbps(moved, run / 1e3)} ({copy / run:.2f}x copy)"
+
+    def launch_overhead():
+        kernel = gpu.load_module(ADD_ONE_PTX).get_kernel("add_one")
+        with gpu.alloc(4) as buf:
+            args = [buf.arg_ptr(), g.interface.arg(g.u64(1))]
+            for _ in range(100):
+                kernel.launch(1, 1, 0, args)
+            gpu.synchronize()
+            count = 20000
+            t = time.perf_counter()
+            for _ in range(count):
+                kernel.launch(1, 1, 0, args)
+            per = (time.perf_counter() - t) / count
+            gpu.synchronize()
+            out = np.zeros(1, np.float32)
+            buf.download(out)
+        assert out[0] == count + 100, out
+        return f"{per * 1e6:.2f} us per kernel.launch (host side, cached args)"
+
+    def streams_overlap():
+        kernel = gpu.load_module(SCALE_RELU_PTX).get_kernel("scale_relu")
+        s1, s2 = gpu.create_stream(), gpu.create_stream()
+        pinned = gpu.alloc_pinned(host.nbytes)
+        with gpu.alloc(host.nbytes) as a, gpu.alloc(host.nbytes) as b:
+            args = [a.arg_ptr(), g.interface.arg(g.u64(n)), g.interface.arg(g.abi.pack(Params, scale=1))]
+
+            def both(first, second):
+                t = time.perf_counter()
+                for _ in range(10):
+                    kernel.launch(g.Dim3.linear(n, 256), 256, 0, args, stream=first)
+                    b.upload(pinned, stream=second)
+                first.synchronize()
+                second.synchronize()
+                return time.perf_counter() - t
+
+            serial, overlapped = both(s1, s1), both(s1, s2)
+        return f"copy+launch x10: one stream {serial * 1e3:.1f} ms, two streams {overlapped * 1e3:.1f} ms"
+
+    def events_across_streams():
+        kernel = gpu.load_module(ADD_ONE_PTX).get_kernel("add_one")
+        s1, s2 = gpu.create_stream(), gpu.create_stream()
+        out = np.empty(n, np.float32)
+        with gpu.alloc(host.nbytes) as buf:
+            buf.upload(np.zeros(n, np.float32))
+            for _ in range(20):
+                kernel.launch(g.Dim3.linear(n, 256), 256, 0, [buf.arg_ptr(), g.interface.arg(g.u64(n))], stream=s1)
+            done = gpu.create_event(timing=False)
+            done.record(s1)
+            done.wait(s2)
+            buf.download(out, stream=s2)
+            s2.synchronize()
+        assert np.all(out == 20), "s2 ran before s1's kernels"
+        return "s2 waits for s1 through an event, no host sync"
+
+    def threads():
+        kernel = gpu.load_module(ADD_ONE_PTX).get_kernel("add_one")
+        failures = []
+
+        def work(i):
+            try:
+                stream = gpu.create_stream()
+                with gpu.alloc(4096 * 4) as buf:
+                    buf.upload(np.full(4096, i, np.float32), stream=stream)
+                    for _ in range(50):
+                        kernel.launch(16, 256, 0, [buf.arg_ptr(), g.interface.arg(g.u64(4096))], stream=stream)
+                    out = np.empty(4096, np.float32)
+                    buf.download(out, stream=stream)
+                    stream.synchronize()
+                    assert np.all(out == i + 50)
+            except Exception as e:  # noqa: BLE001
+                failures.append(e)
+
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert not failures, failures
+        return "8 threads x (stream, alloc, 50 launches, sync) correct"
+
+    def fault_in_subprocess():
+        # A trap poisons the CUDA context, so it runs in a process of its own.
+        code = textwrap.dedent(f"""
+            import gompute as g
+            gpu = g.runtime.cuda.Compute.init()
+            k = gpu.load_module({ADD_ONE_PTX!r}).get_kernel("faulty")
+            k.launch(1, 1, 0, [])
+            try:
+                gpu.synchronize()
+                print("no error")
+            except g.SyncFailed as e:
+                print("SyncFailed", e.code)
+        """)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert "SyncFailed" in out.stdout, out.stdout + out.stderr
+        return out.stdout.strip()
+
+    def shutdown_reinit():
+        code = textwrap.dedent("""
+            import gompute as g
+            gpu = g.runtime.cuda.Compute.init()
+            buf = gpu.alloc(64)
+            g.runtime.shutdown()
+            try:
+                buf.upload(bytes(64))
+                print("no error")
+            except g.InvalidHandle:
+                print("InvalidHandle")
+            again = g.runtime.cuda.Compute.init()
+            again.alloc(64).upload(bytes(64))
+            print("reinit ok")
+        """)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert "InvalidHandle" in out.stdout and "reinit ok" in out.stdout, out.stdout + out.stderr
+        return "old handle raises InvalidHandle; Compute.init works again"
+
+    print(f"device: {d.name}, {d.arch}, {d.total_memory / 2**30:.0f} GiB, driver {d.driver_version}", flush=True)
+    for name, fn in [
+        ("upload/download 64 MiB", roundtrip),
+        ("pinned async copies", pinned_async),
+        ("launch by hand (seed example, PTX)", launch_by_hand),
+        ("errors before the driver", errors),
+        ("bandwidth: kernel vs device copy", bandwidth),
+        ("launch overhead", launch_overhead),
+        ("two streams overlap", streams_overlap),
+        ("events order streams", events_across_streams),
+        ("8 threads", threads),
+        ("kernel fault -> SyncFailed", fault_in_subprocess),
+        ("shutdown and re-init", shutdown_reinit),
+    ]:
+        check.run(name, fn)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--save", action="store_true", help="also write the table under benchmarks/results/")
+    args = parser.parse_args()
+    print(f"gompute {g.__version__} gpu_check on {platform.node()} ({platform.machine()}), {datetime.date.today()}")
+    try:
+        gpu = g.runtime.cuda.Compute.init()
+    except g.BackendUnavailable as e:
+        print(f"No GPU found, so nothing was checked: {e}")
+        return 0
+    check = Check()
+    scenarios(gpu, check)
+    table = check.table()
+    print("\n" + table)
+    if args.save:
+        RESULTS.mkdir(exist_ok=True)
+        path = RESULTS / f"gpu_check-{datetime.date.today()}.md"
+        path.write_text(f"# gpu_check, {datetime.datetime.now():%Y-%m-%d %H:%M}\n\n{table}\n")
+        print(f"saved {path}")
+    return 0 if all(ok for _, ok, _ in check.rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
