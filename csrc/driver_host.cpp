@@ -21,8 +21,8 @@ namespace gompute {
 namespace {
 
 constexpr size_t kAlignment = 64;
-// Launches with at most this many threads run on the submitting thread when their
-// stream is idle: handing ~64 KiB of f32 work to another thread costs more than doing it.
+// Launches with at most this many threads run on the stream's own thread rather than
+// the pool: handing ~64 KiB of f32 work to more threads costs more than doing it.
 constexpr uint64_t kInlineThreads = 16384;
 
 struct Fault {
@@ -307,13 +307,15 @@ class HostDriver final : public Driver {
     const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
     const uint64_t threads = blocks * block.x * block.y * block.z;
     const bool small = threads <= kInlineThreads;
+    // Always queued, never run on the caller: a kernel may wait for something the host
+    // does after launch returns, exactly as on a GPU.
     hs.queue.submit(
         [this, f, grid, block, shared_bytes, storage, offsets, blocks, small, &hs, keep] {
           std::vector<void*> pointers(offsets.size());
           for (size_t i = 0; i < offsets.size(); ++i) pointers[i] = storage->data() + offsets[i];
           run_grid(*f, grid, block, shared_bytes, pointers, blocks, small, hs.fault);
         },
-        small);
+        false);
   }
 
   // Waits for every stream; the first fault found is reported, the others are cleared.

@@ -159,6 +159,18 @@ def from_dtype(dtype) -> ScalarType:
         raise ArgumentError(f"dtype {dt} has no gompute type (supported: {supported})") from None
 
 
+def resolve(dtype) -> ScalarType:
+    """A gompute type from itself, its name ("f32"), or anything np.dtype accepts."""
+    if isinstance(dtype, ScalarType):
+        return dtype
+    if isinstance(dtype, str) and dtype in BY_NAME:
+        return BY_NAME[dtype]
+    try:
+        return from_dtype(dtype)
+    except TypeError:
+        raise ArgumentError(f"{dtype!r} is not a dtype; pass a gompute type such as g.f32 or a NumPy dtype") from None
+
+
 def from_dlpack(code: int, bits: int) -> ScalarType:
     """The gompute type of a DLPack (type code, bits) pair."""
     try:

@@ -87,7 +87,8 @@ GOMPUTE_HOST_KERNEL(gate) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   uint32_t value;
   while ((value = __atomic_load_n(flag, __ATOMIC_ACQUIRE)) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) GOMPUTE_TRAP(launch, "gate timed out waiting for its flag");
+    if (std::chrono::steady_clock::now() > deadline)
+      GOMPUTE_TRAP(launch, "gate timed out waiting for its flag");
   }
   *seen = value + 1;
 }
@@ -120,7 +121,8 @@ GOMPUTE_HOST_KERNEL(grid_ids) {
     bool ok = launch->shared_bytes == 0 || launch->shared != nullptr;
     auto* scratch = static_cast<unsigned char*>(launch->shared);
     for (uint32_t i = 0; ok && i < launch->shared_bytes; ++i) scratch[i] = static_cast<unsigned char>(L + i);
-    for (uint32_t i = 0; ok && i < launch->shared_bytes; ++i) ok = scratch[i] == static_cast<unsigned char>(L + i);
+    for (uint32_t i = 0; ok && i < launch->shared_bytes; ++i)
+      ok = scratch[i] == static_cast<unsigned char>(L + i);
     shared_ok[L] = ok ? 1 : 0;
     if (L == 0) {
       const uint32_t m[7] = {launch->grid_dim.x, launch->grid_dim.y, launch->grid_dim.z, launch->block_dim.x,

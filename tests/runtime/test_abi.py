@@ -20,7 +20,9 @@ def test_dim3_defaults_and_count():
     assert g.Dim3(2, 3, 4).count == 24
 
 
-@pytest.mark.parametrize("n, block, blocks", [(1024, 256, 4), (1025, 256, 5), (1, 256, 1), (256, 256, 1), (7, 1, 7)])
+@pytest.mark.parametrize(
+    "n, block, blocks", [(1024, 256, 4), (1025, 256, 5), (1, 256, 1), (256, 256, 1), (7, 1, 7)]
+)
 def test_dim3_linear_is_ceil_division(n, block, blocks):
     assert g.Dim3.linear(n, block) == g.Dim3(blocks)
 
@@ -42,7 +44,10 @@ def test_dim3_refuses_bad_axes(args):
 
 @pytest.mark.parametrize(
     "value, fmt",
-    [(g.u64(2**40 + 3), "<Q"), (g.i32(-5), "<i"), (g.f32(2.5), "<f"), (g.f64(-0.125), "<d"), (g.u8(255), "<B")],
+    [
+        (g.u64(2**40 + 3), "<Q"), (g.i32(-5), "<i"), (g.f32(2.5), "<f"),
+        (g.f64(-0.125), "<d"), (g.u8(255), "<B"),
+    ],
     ids=repr,
 )
 def test_typed_scalars_become_their_little_endian_bytes(value, fmt):
@@ -71,7 +76,9 @@ def test_untyped_python_values_are_refused_with_the_type_to_pick(value, hint):
         g.interface.arg(value)
 
 
-@pytest.mark.parametrize("make", [lambda: g.u64(-1), lambda: g.i8(128), lambda: g.u32(2**32), lambda: g.i32(1.5)])
+@pytest.mark.parametrize(
+    "make", [lambda: g.u64(-1), lambda: g.i8(128), lambda: g.u32(2**32), lambda: g.i32(1.5)]
+)
 def test_typed_scalars_refuse_values_they_cannot_hold(make):
     with pytest.raises(g.ArgumentError):
         make()
@@ -113,7 +120,8 @@ def test_params_layout_matches_ctypes(name):
     ref = type(name, (ctypes.Structure,), {"_fields_": [(f, _CTYPES[t]) for f, t in LAYOUTS[name]]})
     assert g.abi.sizeof(params) == ctypes.sizeof(ref)
     assert g.abi.alignof(params) == ctypes.alignment(ref)
-    assert [(f.name, f.offset) for f in g.abi.layout(params)] == [(f, getattr(ref, f).offset) for f, _ in LAYOUTS[name]]
+    expected = [(f, getattr(ref, f).offset) for f, _ in LAYOUTS[name]]
+    assert [(f.name, f.offset) for f in g.abi.layout(params)] == expected
 
 
 def _c_layout_program() -> str:
@@ -181,7 +189,8 @@ def test_params_accepts_string_annotations(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     import user_params
 
-    assert [(f.name, f.type, f.offset) for f in g.abi.layout(user_params.P)] == [("x", g.u32, 0), ("y", g.f64, 8)]
+    layout = [(f.name, f.type, f.offset) for f in g.abi.layout(user_params.P)]
+    assert layout == [("x", g.u32, 0), ("y", g.f64, 8)]
 
 
 def test_inherited_fields_come_first():

@@ -122,7 +122,8 @@ def test_launch_accepts_int_tuple_and_dim3(compute, kernels):
     fill = kernels.get_kernel("fill_u32")
     with compute.alloc(64 * 4) as buf:
         for i, (grid, block) in enumerate([(4, 16), ((2, 2), (8, 2)), (g.Dim3(1, 1, 4), g.Dim3(16))]):
-            fill.launch(grid, block, 0, [buf.arg_ptr(), g.interface.arg(g.u64(64)), g.interface.arg(g.u32(i + 7))])
+            args = [buf.arg_ptr(), g.interface.arg(g.u64(64)), g.interface.arg(g.u32(i + 7))]
+            fill.launch(grid, block, 0, args)
             compute.synchronize()
             assert (_download_u32(buf) == i + 7).all()
 
