@@ -6,6 +6,8 @@
 #include <functional>
 #include <mutex>
 
+#include "interop.h"
+#include "pyglue.h"
 #include "runtime.h"
 
 namespace py = pybind11;
@@ -40,52 +42,21 @@ void translate(std::exception_ptr p) {
   }
 }
 
-// ---- Python objects held by in-flight work -------------------------------------
-// Work on a host stream may finish on a worker thread that does not hold the GIL
-// (and must not wait for it: the main thread may be blocked in synchronize). What
-// it lets go of is released later, on a thread that holds the GIL.
-
-std::mutex g_later_mu;
-std::vector<std::function<void()>> g_later;
-
-int run_later_calls(void*) {
-  std::vector<std::function<void()>> calls;
-  {
-    std::lock_guard<std::mutex> lock(g_later_mu);
-    calls.swap(g_later);
-  }
-  for (auto& call : calls) call();
-  return 0;
-}
-
-void with_gil_later(std::function<void()> call) {
-  if (PyGILState_Check()) {
-    call();
-    return;
-  }
-  bool first;
-  {
-    std::lock_guard<std::mutex> lock(g_later_mu);
-    first = g_later.empty();
-    g_later.push_back(std::move(call));
-  }
-  if (first && Py_IsInitialized()) Py_AddPendingCall(run_later_calls, nullptr);
-}
-
 // A contiguous view of a host object's memory, through the buffer protocol.
 struct HostView {
   Py_buffer view{};
   HostView(py::handle obj, bool writable, const char* role) {
-    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj.ptr(), &view, flags) != 0) {
+    std::string what = std::string("the ") + role + " (" + std::string(py::str(py::type::handle_of(obj).attr("__name__"))) + ")";
+    if (PyObject_GetBuffer(obj.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) {
       PyErr_Clear();
-      std::string type = py::str(py::type::handle_of(obj).attr("__name__"));
-      bool has_buffer = PyObject_CheckBuffer(obj.ptr());
-      raise(writable && has_buffer ? ErrorKind::CopyFailed : ErrorKind::ArgumentError,
-            std::string("the ") + role + " (" + type + ") " +
-                (!has_buffer ? "does not support the buffer protocol; pass a NumPy array, bytearray or memoryview"
-                 : writable  ? "is read-only or not C-contiguous; pass a writable contiguous array"
-                             : "is not C-contiguous; pass np.ascontiguousarray(x)"));
+      raise(ErrorKind::ArgumentError,
+            what + (PyObject_CheckBuffer(obj.ptr())
+                        ? " is not C-contiguous; pass np.ascontiguousarray(x)"
+                        : " does not support the buffer protocol; pass a NumPy array, bytearray or memoryview"));
+    }
+    if (writable && view.readonly) {
+      PyBuffer_Release(&view);
+      raise(ErrorKind::CopyFailed, what + " is read-only; download into a writable array");
     }
   }
   ~HostView() { PyBuffer_Release(&view); }
@@ -180,6 +151,12 @@ void launch(Kernel& k, py::handle grid, py::handle block, uint32_t shared_bytes,
   k.launch(g, b, shared_bytes, list, stream);
 }
 
+void check_stream_device(const Buffer& b, const Stream& s) {
+  if (s.context() != b.context())
+    raise(ErrorKind::ArgumentError, "the stream belongs to " + s.context()->describe() + ", the buffer to " +
+                                        b.context()->describe());
+}
+
 // A device handle as Python sees it: the shared context of one device.
 struct Device {
   std::shared_ptr<Context> ctx;
@@ -238,6 +215,11 @@ PYBIND11_MODULE(_core, m) {
   m.def("probe", [](int kind) { return probe(BackendKind(kind)); }, py::arg("kind"),
         "(usable, reason, driver_version, device_count) for backend kind 0 cuda, 1 hip, 2 host.");
   m.def("device_info", [](int kind, int ordinal) { return device_info(BackendKind(kind), ordinal); });
+  m.def("from_dlpack", from_dlpack, py::arg("capsule"), py::arg("what"),
+        "The array in a DLPack capsule as a Buffer (the capsule is consumed).");
+  m.def("wrap_pointer", wrap_pointer, py::arg("kind"), py::arg("ordinal"), py::arg("ptr"), py::arg("code"),
+        py::arg("bits"), py::arg("shape"), py::arg("strides"), py::arg("readonly"), py::arg("owner"), py::arg("what"),
+        "Someone else's array as a Buffer; `owner` is kept alive with it.");
   m.def("stats", &stats_dict, "Counters of contexts, module loads and cache hits, buffers and launches.");
   m.def(
       "shutdown",
@@ -246,7 +228,7 @@ PYBIND11_MODULE(_core, m) {
         shutdown(kind ? std::optional<BackendKind>(BackendKind(*kind)) : std::nullopt);
       },
       py::arg("kind") = py::none());
-  m.def("run_deferred_releases", [] { run_later_calls(nullptr); },
+  m.def("run_deferred_releases", [] { run_deferred_releases(); },
         "Releases host memory that finished asynchronous work let go of (normally automatic).");
 
   py::class_<Arg>(m, "Arg", "One kernel argument: the bytes of its storage.")
@@ -308,7 +290,9 @@ PYBIND11_MODULE(_core, m) {
           py::arg("timing") = true)
       .def("synchronize", [](const Device& d) { d.ctx->synchronize(); }, py::call_guard<py::gil_scoped_release>());
 
-  py::class_<Buffer>(m, "Buffer", "Device memory: bytes, not elements.")
+  py::class_<Buffer>(m, "Buffer", py::buffer_protocol(),
+                     "Device memory: bytes, optionally read as a typed array (see view()).")
+      .def_buffer(host_buffer_info)
       .def_property_readonly("nbytes", &Buffer::nbytes)
       .def_property_readonly("offset", &Buffer::offset, "Where this buffer starts in its allocation.")
       .def_property_readonly("freed", &Buffer::freed)
@@ -346,6 +330,29 @@ PYBIND11_MODULE(_core, m) {
           },
           py::arg("src"), py::arg("src_offset") = 0, py::arg("dst_offset") = 0, py::arg("nbytes") = py::none(),
           py::arg("stream") = nullptr)
+      .def("view", view, py::arg("dtype"), py::arg("shape"), py::arg("strides") = py::none(), py::arg("offset") = 0,
+           "The same memory as a typed array: strides in bytes (default C-contiguous), offset of element 0.")
+      .def_property_readonly("typed", &Buffer::typed)
+      .def_property_readonly("dtype", [](const Buffer& b) { return dtype_of_layout(b.layout()); }, "A g.types scalar type.")
+      .def_property_readonly("shape", [](const Buffer& b) { return py::tuple(py::cast(b.layout().shape)); })
+      .def_property_readonly("strides", [](const Buffer& b) { return py::tuple(py::cast(b.layout().strides)); },
+                             "In bytes.")
+      .def_property_readonly("size", [](const Buffer& b) { return b.layout().size(); }, "Elements.")
+      .def_property_readonly("c_contiguous", [](const Buffer& b) { return b.layout().c_contiguous(); })
+      .def_property_readonly("readonly", &Buffer::readonly)
+      .def("data_addr", &Buffer::data_addr, "The device address of element 0.")
+      .def_property(
+          "stream", [](const Buffer& b) { return b.stream() ? py::cast(*b.stream()) : py::none(); },
+          [](Buffer& b, std::optional<Stream> s) {
+            if (s) check_stream_device(b, *s);
+            b.set_stream(s ? std::make_shared<Stream>(*s) : nullptr);
+          },
+          "The stream this buffer's data is ordered on (None: the default stream).")
+      .def("__dlpack__", to_dlpack, py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
+           py::arg("dl_device") = py::none(), py::arg("copy") = py::none())
+      .def("__dlpack_device__", dlpack_device)
+      .def_property_readonly("__cuda_array_interface__", cuda_array_interface)
+      .def_property_readonly("__array_interface__", array_interface)
       .def("free", &Buffer::free, "Releases the memory; idempotent. Later use raises BufferFreed.")
       .def("__enter__", [](Buffer& b) -> Buffer& { return b; }, py::return_value_policy::reference)
       .def("__exit__", [](Buffer& b, py::args) { b.free(); })

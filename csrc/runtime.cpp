@@ -182,6 +182,72 @@ Buffer::Buffer(std::shared_ptr<Allocation> alloc, size_t offset, size_t nbytes)
                                         std::to_string(alloc_->nbytes) + "-byte allocation");
 }
 
+int64_t Layout::size() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+bool Layout::c_contiguous() const {
+  int64_t expected = int64_t(itemsize());
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] != 1 && strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+std::pair<int64_t, int64_t> Layout::extent() const {
+  if (size() == 0) return {0, 0};
+  int64_t lo = 0, hi = 0;
+  for (size_t i = 0; i < shape.size(); ++i) (strides[i] < 0 ? lo : hi) += (shape[i] - 1) * strides[i];
+  return {lo, hi + int64_t(itemsize())};
+}
+
+Layout Layout::bytes(size_t nbytes) {
+  Layout l;
+  l.shape = {int64_t(nbytes)};
+  l.strides = {1};
+  return l;
+}
+
+Buffer Buffer::wrap(std::shared_ptr<Context> ctx, DevicePtr data, Layout layout, KeepAlive owner, bool readonly) {
+  auto [lo, hi] = layout.extent();
+  auto alloc = std::make_shared<Allocation>();
+  alloc->ctx = ctx;
+  alloc->ptr = data + lo;  // lo <= 0
+  alloc->nbytes = size_t(hi - lo);
+  alloc->owner = std::move(owner);
+  Buffer b(std::move(alloc), 0, size_t(hi - lo));
+  layout.origin = -lo;
+  b.layout_ = std::move(layout);
+  b.readonly_ = readonly;
+  return b;
+}
+
+Buffer Buffer::view(Layout layout) const {
+  allocation();
+  if (layout.shape.size() != layout.strides.size())
+    raise(ErrorKind::ArgumentError, "a view needs one stride per dimension");
+  for (int64_t d : layout.shape)
+    if (d < 0) raise(ErrorKind::ArgumentError, "a view's shape cannot be negative");
+  auto [lo, hi] = layout.extent();
+  if (layout.size() > 0 && (layout.origin + lo < 0 || layout.origin + hi > int64_t(nbytes_)))
+    raise(ErrorKind::ArgumentError, "the view reaches bytes [" + std::to_string(layout.origin + lo) + ", " +
+                                        std::to_string(layout.origin + hi) + ") of a " + std::to_string(nbytes_) +
+                                        "-byte buffer");
+  if (layout.origin < 0 || layout.origin > int64_t(nbytes_))
+    raise(ErrorKind::ArgumentError, "a view's offset must lie within the buffer");
+  Buffer b = *this;
+  b.layout_ = std::move(layout);
+  return b;
+}
+
+DevicePtr Buffer::data_addr() const {
+  DevicePtr base = device_addr();
+  return base ? base + layout().origin : 0;
+}
+
 const std::shared_ptr<Allocation>& Buffer::allocation() const {
   if (!alloc_) raise(ErrorKind::BufferFreed, "this Buffer was freed; allocate a new one with compute.alloc");
   ctx_->enter();
@@ -203,6 +269,7 @@ void Buffer::check_range(const char* what, size_t offset, size_t n) const {
 
 void Buffer::upload(const void* src, size_t n, size_t offset, Stream* stream, KeepAlive keep) {
   const auto& alloc = allocation();
+  if (readonly_) raise(ErrorKind::CopyFailed, "this buffer is read-only; upload into a writable one");
   check_range("upload", offset, n);
   if (n == 0) return;
   DevicePtr dst = alloc->ptr + offset_ + offset;
@@ -226,6 +293,7 @@ void Buffer::download(void* dst, size_t n, size_t offset, Stream* stream, KeepAl
 void Buffer::copy_from(const Buffer& src, size_t src_offset, size_t dst_offset, size_t n, Stream* stream) {
   const auto& dst_alloc = allocation();
   const auto& src_alloc = src.allocation();
+  if (readonly_) raise(ErrorKind::CopyFailed, "this buffer is read-only; copy into a writable one");
   check_same_context(*ctx_, *src.ctx_, "the source buffer");
   src.check_range("copy_from (source)", src_offset, n);
   check_range("copy_from (destination)", dst_offset, n);

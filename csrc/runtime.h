@@ -83,12 +83,44 @@ struct Allocation {
 
 class Stream;
 
+// How a Buffer's bytes read as an array. Strides are in bytes and may be negative or
+// zero (broadcast); `origin` is where element 0 sits, counted from the buffer's start.
+// A Buffer without one is untyped: uint8 of nbytes.
+struct Layout {
+  uint8_t code = 1;  // DLPack type code
+  uint8_t bits = 8;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  int64_t origin = 0;
+
+  size_t itemsize() const { return (bits + 7) / 8; }
+  int64_t size() const;
+  bool c_contiguous() const;
+  // The bytes the elements touch, relative to element 0: [lo, hi). Both 0 when empty.
+  std::pair<int64_t, int64_t> extent() const;
+  static Layout bytes(size_t nbytes);
+};
+
 class Buffer {
  public:
   // New device memory.
   Buffer(std::shared_ptr<Context> ctx, size_t nbytes);
   // `nbytes` of an existing allocation from `offset` (a view, or foreign memory).
   Buffer(std::shared_ptr<Allocation> alloc, size_t offset, size_t nbytes);
+  // Someone else's array at `data` (element 0), kept alive through `owner`.
+  static Buffer wrap(std::shared_ptr<Context> ctx, DevicePtr data, Layout layout, KeepAlive owner, bool readonly);
+
+  // The same bytes read through `layout`; refused if an element falls outside them.
+  Buffer view(Layout layout) const;
+  Layout layout() const { return layout_ ? *layout_ : Layout::bytes(nbytes_); }
+  bool typed() const { return layout_.has_value(); }
+  // Where element 0 is: device_addr() + layout().origin.
+  DevicePtr data_addr() const;
+  bool readonly() const { return readonly_; }
+  void set_readonly(bool readonly) { readonly_ = readonly; }
+  // The stream the data is ordered on (nullptr: the default stream).
+  const std::shared_ptr<Stream>& stream() const { return stream_; }
+  void set_stream(std::shared_ptr<Stream> stream) { stream_ = std::move(stream); }
 
   size_t nbytes() const { return nbytes_; }
   size_t offset() const { return offset_; }
@@ -109,6 +141,9 @@ class Buffer {
   size_t offset_ = 0;
   size_t nbytes_;
   std::shared_ptr<Allocation> alloc_;
+  std::optional<Layout> layout_;
+  bool readonly_ = false;
+  std::shared_ptr<Stream> stream_;
 };
 
 // Page-locked host memory, for asynchronous copies that overlap with work.

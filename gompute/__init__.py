@@ -10,6 +10,7 @@ from ._core import Buffer, Event, Module, PinnedMemory, Stream
 from .abi import Params
 from .backend import Backend
 from .dim3 import Dim3
+from .interop import asbuffer, from_dlpack
 from .errors import (
     AllocFailed,
     ArgumentError,

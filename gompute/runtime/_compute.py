@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .. import _core
 from ..backend import Backend
 from ..errors import AllocFailed, ArgumentError, BackendUnavailable, InvalidHandle
+from ..types import resolve
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,17 @@ class Compute:
         if self._device is None:
             raise AllocFailed(self._cpu_arm_message("alloc"))
         return self._live().alloc(_nbytes(nbytes))
+
+    def empty(self, shape, dtype) -> _core.Buffer:
+        """A new C-contiguous typed Buffer (uninitialized), e.g. `empty((3, 4), g.f32)`."""
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        itemsize = resolve(dtype).itemsize
+        count = 1
+        for extent in shape:
+            if not isinstance(extent, int) or extent < 0:
+                raise ArgumentError(f"a shape is non-negative ints, got {shape!r}")
+            count *= extent
+        return self.alloc(count * itemsize).view(dtype, shape)
 
     def alloc_pinned(self, nbytes: int) -> _core.PinnedMemory:
         """Page-locked host memory; `np.asarray(...)` views it. Async copies from it overlap with work."""

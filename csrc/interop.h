@@ -1,0 +1,41 @@
+// Array exchange between Buffers and the DLPack, CUDA Array Interface and NumPy array
+// interface protocols. The one place besides bindings.cpp that knows Python.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include "runtime.h"
+
+namespace gompute {
+
+// The gompute scalar type (a Python object) of a layout's dtype.
+pybind11::object dtype_of_layout(const Layout& layout);
+
+// Buffer.view(dtype, shape, strides=None, offset=0): strides in bytes, default C order.
+Buffer view(const Buffer& b, pybind11::handle dtype, pybind11::handle shape, pybind11::handle strides, int64_t offset);
+
+// CUDA Array Interface v3 (CUDA buffers) and NumPy's array interface (host buffers);
+// AttributeError on other backends, so hasattr() tells.
+pybind11::dict cuda_array_interface(const Buffer& b);
+pybind11::dict array_interface(const Buffer& b);
+// The buffer protocol of a host buffer (waits for its stream first).
+pybind11::buffer_info host_buffer_info(Buffer& b);
+
+// (DLPack device type, device id) of a buffer.
+pybind11::tuple dlpack_device(const Buffer& buffer);
+
+// The array-API `__dlpack__`: a versioned capsule when max_version >= (1, 0), else a
+// legacy one. The consumer's stream waits for the buffer's; dl_device/copy may copy.
+pybind11::capsule to_dlpack(const Buffer& buffer, pybind11::handle stream, pybind11::handle max_version,
+                            pybind11::handle dl_device, pybind11::handle copy);
+
+// The array in a DLPack capsule, which is consumed (renamed used_...). `what` names the
+// array in errors.
+Buffer from_dlpack(pybind11::capsule capsule, const std::string& what);
+
+// Someone else's array at `ptr` (element 0) on backend `kind`, device `ordinal`;
+// `owner` is kept alive as long as the Buffer or any work using it.
+Buffer wrap_pointer(int kind, int ordinal, uintptr_t ptr, uint8_t code, uint8_t bits, std::vector<int64_t> shape,
+                    std::vector<int64_t> strides, bool readonly, pybind11::object owner, const std::string& what);
+
+}  // namespace gompute

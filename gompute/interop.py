@@ -1,0 +1,185 @@
+"""Foreign arrays in, without copies: `g.asbuffer(obj)` and `g.from_dlpack(obj)`.
+
+Whatever the producer (NumPy, PyTorch, CuPy, JAX, Numba, anything speaking a protocol),
+the result is one internal array reference: a typed gompute Buffer that points at the
+producer's memory (element 0, shape, strides in bytes, dtype, device, read-only, the
+stream the data is ordered on) and keeps the producer alive.
+
+Protocols, in order of preference: `__dlpack__` (asked for DLPack 1.0, with the stream
+passed explicitly; retried without the new keywords for older producers), then
+`__cuda_array_interface__` (v2 and v3, honoring its stream), then
+`__array_interface__` / the buffer protocol.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core
+from .backend import Backend
+from .errors import ArgumentError, GomputeError
+from .types import from_dtype
+
+# DLPack device types (dlpack.h, DLDeviceType).
+DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_ROCM, DL_ROCM_HOST, DL_CUDA_MANAGED = 1, 2, 3, 10, 11, 13
+_LEGACY_STREAM = 1
+
+
+def describe(obj) -> str:
+    """How errors name an array: its type and, where it has them, shape and dtype."""
+    kind = f"{type(obj).__module__.split('.')[0]}.{type(obj).__name__}"
+    shape, dtype = getattr(obj, "shape", None), getattr(obj, "dtype", None)
+    details = ", ".join(str(x) for x in (tuple(shape) if shape is not None else None, dtype) if x is not None)
+    return f"the {kind}" + (f" ({details})" if details else "")
+
+
+def asbuffer(obj, *, stream=None) -> _core.Buffer:
+    """`obj` as a typed gompute Buffer sharing its memory (no copy).
+
+    `stream` (a gompute Stream or anything `stream_handle` accepts) is the stream the
+    data will be used on; a CUDA producer is asked to order its work before it.
+    """
+    if isinstance(obj, _core.Buffer):
+        return obj
+    what = describe(obj)
+    if hasattr(obj, "__dlpack__"):
+        try:
+            return _from_dlpack(obj, stream, what)
+        except BufferError:
+            pass  # e.g. a read-only array from a producer without DLPack 1.0: try the next protocol
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        return _from_cuda_array_interface(obj, cai, what)
+    if hasattr(obj, "__array_interface__") or _has_buffer_protocol(obj):
+        return _from_array_interface(np.asarray(obj), what)
+    raise ArgumentError(
+        f"{what} speaks no array protocol gompute reads (__dlpack__, __cuda_array_interface__, "
+        "__array_interface__ or the buffer protocol); convert it with np.asarray first if a copy is fine"
+    )
+
+
+def from_dlpack(obj, *, stream=None) -> _core.Buffer:
+    """`obj` through DLPack only, as `np.from_dlpack` does."""
+    if not hasattr(obj, "__dlpack__"):
+        raise ArgumentError(f"{describe(obj)} has no __dlpack__ method")
+    return _from_dlpack(obj, stream, describe(obj))
+
+
+def _from_dlpack(obj, stream, what: str) -> _core.Buffer:
+    device_type, device_id = _dlpack_device(obj)
+    gpu = device_type in (DL_CUDA, DL_CUDA_MANAGED, DL_ROCM)
+    handle = stream_handle(stream) if stream is not None else (_LEGACY_STREAM if gpu else None)
+    try:
+        capsule = obj.__dlpack__(stream=handle, max_version=(1, 0))
+    except TypeError:  # a producer from before DLPack 1.0's keywords
+        capsule = obj.__dlpack__(stream=handle) if gpu else obj.__dlpack__()
+    buffer = _core.from_dlpack(capsule, what)
+    if gpu:
+        buffer.stream = _as_stream(buffer, stream, handle)
+    return buffer
+
+
+def _dlpack_device(obj) -> tuple[int, int]:
+    try:
+        device_type, device_id = obj.__dlpack_device__()
+    except AttributeError:
+        return DL_CPU, 0
+    return int(device_type), int(device_id)
+
+
+def _from_cuda_array_interface(obj, cai: dict, what: str) -> _core.Buffer:
+    version = cai.get("version", 0)
+    if version < 2:
+        raise ArgumentError(f"{what}: __cuda_array_interface__ version {version} is too old (gompute reads 2 and 3)")
+    if cai.get("mask") is not None:
+        raise ArgumentError(f"{what}: masked arrays (a 'mask' in __cuda_array_interface__) are not supported")
+    ptr, readonly = cai["data"]
+    dtype = _dtype(cai["typestr"], what)
+    shape = tuple(cai["shape"])
+    strides = cai.get("strides") or _c_strides(shape, dtype.itemsize)
+    buffer = _core.wrap_pointer(
+        Backend.cuda.kind, _cuda_ordinal(obj), ptr or 0, dtype.dlpack_code, dtype.bits, shape, strides, readonly, obj, what
+    )
+    raw = cai.get("stream") if version >= 3 else None
+    if raw is not None:
+        if raw == 0:
+            raise ArgumentError(f"{what}: __cuda_array_interface__ stream 0 is disallowed by the protocol")
+        buffer.stream = buffer._device().wrap_stream(raw)
+    return buffer
+
+
+def _from_array_interface(array: np.ndarray, what: str) -> _core.Buffer:
+    dtype = _dtype(array.dtype, what)
+    return _core.wrap_pointer(
+        Backend.host.kind, 0, array.ctypes.data, dtype.dlpack_code, dtype.bits, array.shape, array.strides,
+        not array.flags.writeable, array, what,
+    )
+
+
+def _dtype(spec, what: str):
+    try:
+        return from_dtype(spec)
+    except GomputeError as e:
+        raise ArgumentError(f"{what}: {e}") from None
+
+
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    strides, running = [], itemsize
+    for extent in reversed(shape):
+        strides.append(running)
+        running *= max(extent, 1)
+    return tuple(reversed(strides))
+
+
+def _has_buffer_protocol(obj) -> bool:
+    try:
+        memoryview(obj).release()
+    except TypeError:
+        return False
+    return True
+
+
+def _cuda_ordinal(obj) -> int:
+    """The CUDA device of a CAI array: from its framework's `device`, else device 0."""
+    device = getattr(obj, "device", None)
+    for attr in ("id", "index"):  # CuPy's Device.id, torch.device.index
+        ordinal = getattr(device, attr, None)
+        if isinstance(ordinal, int):
+            return ordinal
+    return 0
+
+
+# ---- streams ----------------------------------------------------------------------------
+
+
+def stream_handle(stream) -> int:
+    """The raw handle of a stream given as a gompute Stream, anything with `__cuda_stream__`
+    (the CUDA stream protocol), a `torch.cuda.Stream`, a `cupy.cuda.Stream`, or an int."""
+    if isinstance(stream, bool):
+        raise ArgumentError("a stream is a Stream object or an int handle, not a bool")
+    if isinstance(stream, int):
+        return stream
+    if isinstance(stream, _core.Stream):
+        return stream.handle
+    protocol = getattr(stream, "__cuda_stream__", None)
+    if protocol is not None:
+        _version, handle = protocol() if callable(protocol) else protocol
+        return int(handle)
+    for attr in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
+        handle = getattr(stream, attr, None)
+        if isinstance(handle, int):
+            return handle
+    raise ArgumentError(f"cannot use a {type(stream).__name__} as a stream")
+
+
+def as_stream(stream, device) -> _core.Stream:
+    """`stream` as a gompute Stream on `device` (a Compute or a Buffer's device)."""
+    if isinstance(stream, _core.Stream):
+        return stream
+    return device.wrap_stream(stream_handle(stream))
+
+
+def _as_stream(buffer: _core.Buffer, stream, handle: int) -> _core.Stream:
+    if isinstance(stream, _core.Stream):
+        return stream
+    return buffer._device().wrap_stream(handle)
