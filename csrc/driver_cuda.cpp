@@ -21,6 +21,7 @@ using CUfunction = void*;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
+constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
 constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
@@ -205,7 +206,8 @@ class CudaDriver final : public Driver {
   FunctionHandle module_get_function(ModuleHandle m, const std::string& name) override {
     CUfunction f = nullptr;
     CUresult r = api_.cuModuleGetFunction(&f, m, name.c_str());
-    if (r != CUDA_SUCCESS) return nullptr;
+    if (r == CUDA_ERROR_NOT_FOUND) return nullptr;  // absent; anything else is a real failure
+    check(r, "cuModuleGetFunction");
     return f;
   }
   std::vector<std::string> module_function_names(ModuleHandle m) override {
@@ -247,14 +249,20 @@ class CudaDriver final : public Driver {
       unavailable_ = "cuInit failed with " + error_name(r) + " (" + error_text(r) + ") using " + lib_.path();
       return;
     }
-    api_.cuDriverGetVersion(&version_);
+    if ((r = api_.cuDriverGetVersion(&version_)) != CUDA_SUCCESS) {
+      unavailable_ = "cuDriverGetVersion failed with " + error_name(r);
+      return;
+    }
     if (version_ < kMinDriverVersion) {
       unavailable_ = "driver version " + version_text(version_) + " is too old; gompute needs " +
                      version_text(kMinDriverVersion) + " or newer";
       return;
     }
     int n = 0;
-    if (api_.cuDeviceGetCount(&n) != CUDA_SUCCESS || n == 0) unavailable_ = "no CUDA device (driver " + version_text(version_) + ")";
+    if ((r = api_.cuDeviceGetCount(&n)) != CUDA_SUCCESS)
+      unavailable_ = "cuDeviceGetCount failed with " + error_name(r) + " (" + error_text(r) + ")";
+    else if (n == 0)
+      unavailable_ = "no CUDA device (driver " + version_text(version_) + ")";
   }
 
   bool resolve() {

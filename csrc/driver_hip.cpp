@@ -25,6 +25,7 @@ using hipModule_t = void*;
 using hipFunction_t = void*;
 
 constexpr hipError_t hipSuccess = 0;
+constexpr hipError_t hipErrorNotFound = 500;
 constexpr hipError_t hipErrorNotReady = 600;
 constexpr unsigned hipStreamNonBlocking = 0x1;
 constexpr unsigned hipEventDisableTiming = 0x2;
@@ -207,7 +208,9 @@ class HipDriver final : public Driver {
   void module_unload(ModuleHandle m) override { check(api_.hipModuleUnload(m), "hipModuleUnload"); }
   FunctionHandle module_get_function(ModuleHandle m, const std::string& name) override {
     hipFunction_t f = nullptr;
-    if (api_.hipModuleGetFunction(&f, m, name.c_str()) != hipSuccess) return nullptr;
+    hipError_t r = api_.hipModuleGetFunction(&f, m, name.c_str());
+    if (r == hipErrorNotFound) return nullptr;  // absent; anything else is a real failure
+    check(r, "hipModuleGetFunction");
     return f;
   }
   std::vector<std::string> module_function_names(ModuleHandle) override { return {}; }

@@ -102,6 +102,50 @@ std::shared_ptr<ModuleState> Context::load_module(const std::string& image) {
   return state;
 }
 
+// Past these, a release synchronizes the device and frees at once rather than wait.
+constexpr size_t kDeferredBytes = size_t(256) << 20;
+constexpr size_t kDeferredCount = 1024;
+
+void Context::release(DevicePtr ptr, size_t nbytes) noexcept {
+  if (kind_ == BackendKind::host) {
+    noexcept_call("free of a host buffer", [&] { drv_.mem_free(ptr); });
+    return;
+  }
+  bool flush;
+  {
+    std::lock_guard<std::mutex> lock(release_mu_);
+    deferred_.push_back(ptr);
+    deferred_bytes_ += nbytes;
+    flush = deferred_bytes_ > kDeferredBytes || deferred_.size() > kDeferredCount;
+  }
+  if (flush) noexcept_call("free of " + describe() + " buffers", [&] { flush_releases(); });
+}
+
+bool Context::flush_releases() {
+  std::vector<DevicePtr> ptrs;
+  {
+    std::lock_guard<std::mutex> lock(release_mu_);
+    ptrs.swap(deferred_);
+    deferred_bytes_ = 0;
+  }
+  if (ptrs.empty()) return false;
+  // Only what was released before the synchronize started is known to be idle after it.
+  try {
+    enter();
+    drv_.device_synchronize();
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(release_mu_);
+    deferred_.insert(deferred_.end(), ptrs.begin(), ptrs.end());
+    throw;
+  }
+  free_deferred(std::move(ptrs));
+  return true;
+}
+
+void Context::free_deferred(std::vector<DevicePtr> ptrs) noexcept {
+  for (DevicePtr p : ptrs) noexcept_call("free of a " + describe() + " buffer", [&] { drv_.mem_free(p); });
+}
+
 void Context::track(const std::shared_ptr<StreamState>& stream) {
   std::lock_guard<std::mutex> lock(mu_);
   // Forget streams that are gone, so the list stays as long as the live ones.
@@ -114,7 +158,7 @@ void Context::track(const std::shared_ptr<StreamState>& stream) {
 
 void Context::synchronize() {
   enter();
-  drv_.device_synchronize();
+  if (!flush_releases()) drv_.device_synchronize();
 }
 
 void Context::shutdown() {
@@ -129,6 +173,10 @@ void Context::shutdown() {
     module->unloaded = true;
   }
   modules_.clear();
+  {
+    std::lock_guard<std::mutex> release_lock(release_mu_);
+    deferred_.clear();  // the context takes its memory with it
+  }
   noexcept_call("context release", [&] { drv_.release_primary_context(ordinal_); });
   alive_.store(false);
 }
@@ -157,7 +205,7 @@ Allocation::~Allocation() {
   stats().bytes_live -= nbytes;
   // After shutdown a GPU context took its memory with it; host memory is still ours.
   if (!ctx->alive() && ctx->kind() != BackendKind::host) return;
-  noexcept_call("free of a " + ctx->describe() + " buffer", [&] { ctx->drv().mem_free(ptr); });
+  ctx->release(ptr, nbytes);
 }
 
 Buffer::Buffer(std::shared_ptr<Context> ctx, size_t nbytes) : ctx_(std::move(ctx)), nbytes_(nbytes) {
@@ -166,7 +214,13 @@ Buffer::Buffer(std::shared_ptr<Context> ctx, size_t nbytes) : ctx_(std::move(ctx
   alloc->ctx = ctx_;
   alloc->nbytes = nbytes;
   if (nbytes > 0) {
-    alloc->ptr = ctx_->drv().mem_alloc(nbytes);
+    try {
+      alloc->ptr = ctx_->drv().mem_alloc(nbytes);
+    } catch (const Error& e) {
+      // Memory waiting for a synchronize may be what is missing.
+      if (e.kind() != ErrorKind::AllocFailed || !ctx_->flush_releases()) throw;
+      alloc->ptr = ctx_->drv().mem_alloc(nbytes);
+    }
     stats().buffers_live++;
     stats().bytes_live += nbytes;
   }

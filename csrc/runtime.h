@@ -51,6 +51,12 @@ class Context : public std::enable_shared_from_this<Context> {
   void enter();
 
   std::shared_ptr<ModuleState> load_module(const std::string& image);
+  // Frees device memory once no queued work can still use it: at once on the host
+  // (whose queued work holds what it uses), after the next device-wide synchronize on
+  // a GPU, or sooner when much is waiting.
+  void release(DevicePtr ptr, size_t nbytes) noexcept;
+  // Synchronizes the device and frees what release() deferred. True if anything was freed.
+  bool flush_releases();
   void track(const std::shared_ptr<StreamState>& stream);
   void synchronize();
   // Synchronizes and destroys the streams, unloads the modules, releases the context.
@@ -65,6 +71,10 @@ class Context : public std::enable_shared_from_this<Context> {
   std::atomic<bool> alive_{true};
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<ModuleState>> modules_;  // image bytes -> module
+  std::mutex release_mu_;
+  std::vector<DevicePtr> deferred_;
+  size_t deferred_bytes_ = 0;
+  void free_deferred(std::vector<DevicePtr> ptrs) noexcept;
   std::vector<std::weak_ptr<StreamState>> streams_;
 };
 

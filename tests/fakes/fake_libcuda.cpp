@@ -1,0 +1,544 @@
+// A fake libcuda: the CUDA driver API entry points csrc/driver_cuda.cpp resolves, over
+// host memory, so its adapter can be tested on machines without a GPU
+// (GOMPUTE_LIBCUDA=/path/to/this.so). Built by tests/runtime/test_cuda_adapter.py.
+//
+// What it is: one device ("Fake CUDA Device", compute capability FAKE_CUDA_CC or 9.0,
+// 1 GiB, 132 SMs) behind driver 12080, with the real error codes and names. Device
+// pointers are host pointers; every stream runs its work at enqueue, so events record
+// the time of their enqueue. A module image is a host-ABI shared object
+// (gompute/host_abi.h) standing in for a CUBIN: its kernels are the names in its
+// exported, NULL-terminated `const char* fake_cuda_kernels[]` (the CUBIN's function
+// table), `NAME_gompute_arity` gives a kernel's parameter count, and a launch runs the
+// whole grid in one call of the entry. A trap is CUDA_ERROR_LAUNCH_FAILED, sticky for
+// the rest of the process as on a GPU. Any other image is PTX, which the fake cannot
+// JIT: CUDA_ERROR_INVALID_PTX, with a message in the JIT error log.
+//
+// What it is not: a GPU emulator. No asynchrony, no limits beyond memory and 1024
+// threads per block, no kernelParams sizes (cuFuncGetParamInfo reports 8 bytes each),
+// no `extra` launch arguments. An overlapping device-to-device copy, undefined on a GPU,
+// fills the destination with 0xDB so a caller relying on it sees the damage.
+//
+// Rules: creating, copying, launching and synchronizing need cuInit, a live current
+// context, and no sticky fault; releasing (free, destroy, unload) needs only a valid
+// handle. Releasing the primary context's last reference frees everything it held.
+//
+// Knobs: FAKE_CUDA_INIT_ERROR=<code> (cuInit's result), FAKE_CUDA_DEVICES=0 (no device),
+// and -DFAKE_CUDA_OLD, a library lacking cuLaunchKernel and the CUDA 12.x additions.
+#include <dlfcn.h>
+#include <elf.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <gompute/host_abi.h>
+
+#define FAKE_API extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using Clock = std::chrono::steady_clock;
+
+enum : CUresult {
+  CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_OUT_OF_MEMORY = 2, CUDA_ERROR_NOT_INITIALIZED = 3,
+  CUDA_ERROR_NO_DEVICE = 100, CUDA_ERROR_INVALID_DEVICE = 101, CUDA_ERROR_INVALID_IMAGE = 200,
+  CUDA_ERROR_INVALID_CONTEXT = 201, CUDA_ERROR_INVALID_PTX = 218, CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_NOT_FOUND = 500, CUDA_ERROR_LAUNCH_FAILED = 719, CUDA_ERROR_NOT_SUPPORTED = 801,
+};
+
+struct ErrorText { CUresult code; const char* name; const char* text; };  // worded as the real driver does
+constexpr ErrorText kErrors[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+};
+
+constexpr size_t kTotalMemory = size_t(1) << 30;
+constexpr size_t kAlignment = 256;  // what cuMemAlloc guarantees
+constexpr int kMultiprocessors = 132;
+constexpr int kDriverVersion = 12080;
+constexpr uint64_t kMaxThreadsPerBlock = 1024;
+constexpr unsigned kEventDisableTiming = 0x2;
+constexpr int kJitErrorLogBuffer = 5, kJitErrorLogBufferSize = 6;
+constexpr int kAttrMultiprocessors = 16, kAttrCcMajor = 75, kAttrCcMinor = 76;
+// CU_STREAM_LEGACY and CU_STREAM_PER_THREAD name the default streams, as nullptr does.
+void* const kStreamLegacy = reinterpret_cast<void*>(0x1);
+void* const kStreamPerThread = reinterpret_cast<void*>(0x2);
+
+struct Stream {};
+struct Event { unsigned flags = 0; bool recorded = false; Clock::time_point when; };
+struct Function { std::string name; gompute_host_kernel entry = nullptr; int arity = -1; };  // -1: not exported
+struct Module {
+  void* handle = nullptr;
+  std::vector<Function*> functions;
+  ~Module() { if (handle) dlclose(handle); }
+};
+
+// The live objects of one kind, owned by the context; a handle is valid while listed.
+template <typename T>
+struct Handles {
+  std::map<void*, std::unique_ptr<T>> live;
+  T* add(std::unique_ptr<T> p) { return live.emplace(p.get(), std::move(p)).first->second.get(); }
+  T* find(void* handle) const { auto it = live.find(handle); return it == live.end() ? nullptr : it->second.get(); }
+};
+
+// The device's primary context and everything created in it.
+struct Context {
+  int refs = 0;
+  size_t used = 0;
+  std::map<CUdeviceptr, size_t> allocations;  // address -> size
+  std::map<void*, size_t> pinned;
+  Handles<Stream> streams;
+  Handles<Event> events;
+  Handles<Function> functions;
+  Handles<Module> modules;
+};
+
+std::mutex g_mu;  // guards everything below but g_sticky and t_current
+std::atomic<bool> g_initialized{false};
+Context g_ctx;
+std::atomic<CUresult> g_sticky{CUDA_SUCCESS};  // a kernel fault, for good
+thread_local Context* t_current = nullptr;
+using Lock = std::lock_guard<std::mutex>;
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+int device_count() { return std::clamp(env_int("FAKE_CUDA_DEVICES", 1), 0, 1); }
+
+// The check every creating, copying, launching or synchronizing call starts with (g_mu held).
+CUresult in_context() {
+  if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (t_current != &g_ctx || g_ctx.refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  return g_sticky.load();
+}
+CUresult check_device(CUdevice dev) {
+  if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  return dev >= 0 && dev < device_count() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+bool known_stream(void* s) {
+  return s == nullptr || s == kStreamLegacy || s == kStreamPerThread || g_ctx.streams.find(s);
+}
+// Whether [p, p + n) lies inside one allocation.
+bool on_device(CUdeviceptr p, size_t n) {
+  auto it = g_ctx.allocations.upper_bound(p);
+  if (it == g_ctx.allocations.begin()) return false;
+  --it;
+  return p - it->first <= it->second && n <= it->second - (p - it->first);
+}
+
+// Every stream is synchronous: a copy checks its ranges, then runs at once.
+CUresult copy(CUdeviceptr dst, CUdeviceptr src, size_t n, bool dst_device, bool src_device, void* stream) {
+  {
+    Lock lock(g_mu);
+    if (CUresult r = in_context()) return r;
+    if (!known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+    if ((dst_device && !on_device(dst, n)) || (src_device && !on_device(src, n))) return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (dst_device && src_device && dst < src + n && src < dst + n)
+    std::memset(reinterpret_cast<void*>(dst), 0xDB, n);  // undefined on a GPU; see the header
+  else
+    std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+  return CUDA_SUCCESS;
+}
+
+void write_jit_log(unsigned n, const int* options, void* const* values, const char* message) {
+  char* buffer = nullptr;
+  size_t size = 0;
+  for (unsigned i = 0; options && values && i < n; ++i) {
+    if (options[i] == kJitErrorLogBuffer) buffer = static_cast<char*>(values[i]);
+    if (options[i] == kJitErrorLogBufferSize) size = reinterpret_cast<uintptr_t>(values[i]);
+  }
+  if (buffer && size) std::snprintf(buffer, size, "%s", message);
+}
+
+// cuModuleLoadDataEx gets no size: like a CUBIN, an ELF image says where it ends.
+size_t elf_size(const char* image) {
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, image, sizeof eh);
+  size_t end = std::max<size_t>(sizeof eh, eh.e_shoff + size_t(eh.e_shnum) * eh.e_shentsize);
+  for (size_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, image + eh.e_phoff + i * eh.e_phentsize, sizeof ph);
+    end = std::max<size_t>(end, ph.p_offset + ph.p_filesz);
+  }
+  return end;
+}
+
+// dlopen needs a file: a private temporary one, unlinked once mapped.
+void* open_image(const std::string& elf) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/fake-cubin-XXXXXX";
+  int fd = mkstemp(path.data());
+  if (fd < 0) return nullptr;
+  bool written = ::write(fd, elf.data(), elf.size()) == ssize_t(elf.size());
+  ::close(fd);
+  void* handle = written ? dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+  ::unlink(path.c_str());
+  return handle;
+}
+
+CUresult event_elapsed(float* ms, void* start, void* end) {
+  Lock lock(g_mu);
+  Event* a = g_ctx.events.find(start);
+  Event* b = g_ctx.events.find(end);
+  if (!ms) return CUDA_ERROR_INVALID_VALUE;
+  if (!a || !b || !a->recorded || !b->recorded || ((a->flags | b->flags) & kEventDisableTiming))
+    return CUDA_ERROR_INVALID_HANDLE;
+  *ms = std::chrono::duration<float, std::milli>(b->when - a->when).count();
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+// ---- Initialization, errors, devices -------------------------------------------------
+
+FAKE_API CUresult cuInit(unsigned flags) {
+  if (int code = env_int("FAKE_CUDA_INIT_ERROR", 0)) return code;
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  Lock lock(g_mu);
+  g_initialized = true;
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuDriverGetVersion(int* version) {
+  if (!version) return CUDA_ERROR_INVALID_VALUE;
+  *version = kDriverVersion;
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuGetErrorName(CUresult code, const char** name) {
+  for (const auto& e : kErrors)
+    if (e.code == code) return *name = e.name, CUDA_SUCCESS;
+  *name = nullptr;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+FAKE_API CUresult cuGetErrorString(CUresult code, const char** text) {
+  for (const auto& e : kErrors)
+    if (e.code == code) return *text = e.text, CUDA_SUCCESS;
+  *text = nullptr;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+FAKE_API CUresult cuDeviceGetCount(int* count) {
+  if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  *count = device_count();
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuDeviceGet(CUdevice* dev, int ordinal) {
+  if (CUresult r = check_device(ordinal)) return r;
+  *dev = ordinal;
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
+  if (CUresult r = check_device(dev)) return r;
+  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  std::snprintf(name, size_t(len), "Fake CUDA Device");
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuDeviceGetAttribute(int* value, int attribute, CUdevice dev) {
+  if (CUresult r = check_device(dev)) return r;
+  int major = 9, minor = 0;
+  if (const char* cc = std::getenv("FAKE_CUDA_CC")) std::sscanf(cc, "%d.%d", &major, &minor);
+  switch (attribute) {
+    case kAttrCcMajor: return *value = major, CUDA_SUCCESS;
+    case kAttrCcMinor: return *value = minor, CUDA_SUCCESS;
+    case kAttrMultiprocessors: return *value = kMultiprocessors, CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+FAKE_API CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+  if (CUresult r = check_device(dev)) return r;
+  *bytes = kTotalMemory;
+  return CUDA_SUCCESS;
+}
+
+// ---- The primary context --------------------------------------------------------------
+
+FAKE_API CUresult cuDevicePrimaryCtxRetain(void** ctx, CUdevice dev) {
+  Lock lock(g_mu);
+  if (CUresult r = check_device(dev)) return r;
+  g_ctx.refs++;
+  *ctx = &g_ctx;
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  Lock lock(g_mu);
+  if (CUresult r = check_device(dev)) return r;
+  if (g_ctx.refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (--g_ctx.refs > 0) return CUDA_SUCCESS;
+  for (auto& [ptr, size] : g_ctx.allocations) std::free(reinterpret_cast<void*>(ptr));
+  for (auto& [ptr, size] : g_ctx.pinned) std::free(ptr);
+  g_ctx = Context{};  // unloads the modules too
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuCtxSetCurrent(void* ctx) {
+  if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (ctx && ctx != &g_ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  t_current = static_cast<Context*>(ctx);
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuCtxSynchronize() {
+  Lock lock(g_mu);
+  return in_context();
+}
+
+// ---- Memory ----------------------------------------------------------------------------
+
+FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr* ptr, size_t n) {
+  Lock lock(g_mu);
+  if (CUresult r = in_context()) return r;
+  if (!ptr || n == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (n > kTotalMemory - g_ctx.used) return CUDA_ERROR_OUT_OF_MEMORY;
+  void* p = std::aligned_alloc(kAlignment, (n + kAlignment - 1) / kAlignment * kAlignment);
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  *ptr = CUdeviceptr(p);
+  g_ctx.allocations[*ptr] = n;
+  g_ctx.used += n;
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuMemFree_v2(CUdeviceptr ptr) {
+  Lock lock(g_mu);
+  auto it = g_ctx.allocations.find(ptr);
+  if (it == g_ctx.allocations.end()) return CUDA_ERROR_INVALID_VALUE;
+  std::free(reinterpret_cast<void*>(ptr));
+  g_ctx.used -= it->second;
+  g_ctx.allocations.erase(it);
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuMemAllocHost_v2(void** ptr, size_t n) {
+  Lock lock(g_mu);
+  if (CUresult r = in_context()) return r;
+  if (!ptr || n == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!(*ptr = std::malloc(n))) return CUDA_ERROR_OUT_OF_MEMORY;
+  g_ctx.pinned[*ptr] = n;
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuMemFreeHost(void* ptr) {
+  Lock lock(g_mu);
+  if (!g_ctx.pinned.erase(ptr)) return CUDA_ERROR_INVALID_VALUE;
+  std::free(ptr);
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) {
+  return copy(d, CUdeviceptr(s), n, true, false, nullptr);
+}
+FAKE_API CUresult cuMemcpyDtoH_v2(void* d, CUdeviceptr s, size_t n) {
+  return copy(CUdeviceptr(d), s, n, false, true, nullptr);
+}
+FAKE_API CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy(d, s, n, true, true, nullptr); }
+FAKE_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, void* stream) {
+  return copy(d, CUdeviceptr(s), n, true, false, stream);
+}
+FAKE_API CUresult cuMemcpyDtoHAsync_v2(void* d, CUdeviceptr s, size_t n, void* stream) {
+  return copy(CUdeviceptr(d), s, n, false, true, stream);
+}
+FAKE_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void* stream) {
+  return copy(d, s, n, true, true, stream);
+}
+
+// ---- Streams and events -------------------------------------------------------------------
+
+FAKE_API CUresult cuStreamCreate(void** stream, unsigned) {
+  Lock lock(g_mu);
+  if (CUresult r = in_context()) return r;
+  *stream = g_ctx.streams.add(std::make_unique<Stream>());
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuStreamDestroy_v2(void* stream) {
+  Lock lock(g_mu);
+  return g_ctx.streams.live.erase(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+FAKE_API CUresult cuStreamSynchronize(void* stream) {
+  Lock lock(g_mu);
+  if (CUresult r = in_context()) return r;
+  return known_stream(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+FAKE_API CUresult cuStreamWaitEvent(void* stream, void* event, unsigned) {
+  Lock lock(g_mu);
+  if (CUresult r = in_context()) return r;
+  return known_stream(stream) && g_ctx.events.find(event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+FAKE_API CUresult cuEventCreate(void** event, unsigned flags) {
+  Lock lock(g_mu);
+  if (CUresult r = in_context()) return r;
+  auto e = std::make_unique<Event>();
+  e->flags = flags;
+  *event = g_ctx.events.add(std::move(e));
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuEventDestroy_v2(void* event) {
+  Lock lock(g_mu);
+  return g_ctx.events.live.erase(event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+FAKE_API CUresult cuEventRecord(void* event, void* stream) {
+  Lock lock(g_mu);
+  if (CUresult r = in_context()) return r;
+  Event* e = g_ctx.events.find(event);
+  if (!e || !known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  e->recorded = true;
+  e->when = Clock::now();
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuEventSynchronize(void* event) {
+  Lock lock(g_mu);
+  if (CUresult r = in_context()) return r;
+  return g_ctx.events.find(event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+FAKE_API CUresult cuEventQuery(void* event) { return cuEventSynchronize(event); }  // all work is done
+FAKE_API CUresult cuEventElapsedTime(float* ms, void* start, void* end) { return event_elapsed(ms, start, end); }
+#ifndef FAKE_CUDA_OLD
+FAKE_API CUresult cuEventElapsedTime_v2(float* ms, void* start, void* end) { return event_elapsed(ms, start, end); }
+#endif
+
+// ---- Modules and launches ----------------------------------------------------------------
+
+FAKE_API CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned n, int* options, void** values) {
+  Lock lock(g_mu);
+  if (CUresult r = in_context()) return r;
+  if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
+  const char* bytes = static_cast<const char*>(image);
+  if (std::memcmp(bytes, ELFMAG, SELFMAG) != 0) {
+    write_jit_log(n, options, values,
+                  "ptxas fatal   : the fake CUDA driver cannot compile PTX; "
+                  "load a host-ABI shared object instead");
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  if (bytes[EI_CLASS] != ELFCLASS64) return CUDA_ERROR_INVALID_IMAGE;
+  auto m = std::make_unique<Module>();
+  if (!(m->handle = open_image(std::string(bytes, elf_size(bytes))))) return CUDA_ERROR_INVALID_IMAGE;
+  auto* names = static_cast<const char* const*>(dlsym(m->handle, "fake_cuda_kernels"));
+  std::vector<std::unique_ptr<Function>> functions;
+  for (; names && *names; ++names) {
+    auto f = std::make_unique<Function>();
+    f->name = *names;
+    f->entry = reinterpret_cast<gompute_host_kernel>(dlsym(m->handle, *names));
+    auto* arity = static_cast<const uint32_t*>(dlsym(m->handle, (f->name + "_gompute_arity").c_str()));
+    f->arity = arity ? int(*arity) : -1;
+    if (!f->entry) return CUDA_ERROR_INVALID_IMAGE;
+    functions.push_back(std::move(f));
+  }
+  if (!names) return CUDA_ERROR_INVALID_IMAGE;
+  for (auto& f : functions) m->functions.push_back(g_ctx.functions.add(std::move(f)));
+  *module = g_ctx.modules.add(std::move(m));
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuModuleUnload(void* module) {
+  Lock lock(g_mu);
+  Module* m = g_ctx.modules.find(module);
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  for (Function* f : m->functions) g_ctx.functions.live.erase(f);
+  g_ctx.modules.live.erase(module);
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuModuleGetFunction(void** function, void* module, const char* name) {
+  Lock lock(g_mu);
+  Module* m = g_ctx.modules.find(module);
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  for (Function* f : m->functions)
+    if (f->name == name) return *function = f, CUDA_SUCCESS;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+#ifndef FAKE_CUDA_OLD
+FAKE_API CUresult cuModuleGetFunctionCount(unsigned* count, void* module) {
+  Lock lock(g_mu);
+  Module* m = g_ctx.modules.find(module);
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  *count = unsigned(m->functions.size());
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuModuleEnumerateFunctions(void** functions, unsigned n, void* module) {
+  Lock lock(g_mu);
+  Module* m = g_ctx.modules.find(module);
+  if (!m) return CUDA_ERROR_INVALID_HANDLE;
+  if (!functions && n) return CUDA_ERROR_INVALID_VALUE;
+  std::copy_n(m->functions.begin(), std::min<size_t>(n, m->functions.size()), functions);
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuFuncGetName(const char** name, void* function) {
+  Lock lock(g_mu);
+  Function* f = g_ctx.functions.find(function);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  *name = f->name.c_str();
+  return CUDA_SUCCESS;
+}
+FAKE_API CUresult cuFuncGetParamInfo(void* function, size_t index, size_t* offset, size_t* size) {
+  Lock lock(g_mu);
+  Function* f = g_ctx.functions.find(function);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (f->arity < 0) return CUDA_ERROR_NOT_SUPPORTED;
+  if (index >= size_t(f->arity) || !offset) return CUDA_ERROR_INVALID_VALUE;
+  *offset = 8 * index;
+  if (size) *size = 8;
+  return CUDA_SUCCESS;
+}
+
+namespace {
+struct LaunchFault {
+  const std::string* kernel;
+  bool trapped = false;
+};
+void trap(const gompute_host_launch* launch, const char* message) {
+  auto* fault = static_cast<LaunchFault*>(launch->runtime);
+  if (!fault->trapped)
+    std::fprintf(stderr, "fake libcuda: kernel %s trapped: %s\n", fault->kernel->c_str(), message ? message : "?");
+  fault->trapped = true;
+}
+}  // namespace
+
+FAKE_API CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                 unsigned bz, unsigned shared_bytes, void* stream, void** params, void** extra) {
+  Function fn;
+  {
+    Lock lock(g_mu);
+    if (CUresult r = in_context()) return r;
+    Function* f = g_ctx.functions.find(function);
+    if (!f || !known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+    if (extra) return CUDA_ERROR_NOT_SUPPORTED;
+    if (!gx || !gy || !gz || !bx || !by || !bz || uint64_t(bx) * by * bz > kMaxThreadsPerBlock ||
+        (f->arity > 0 && !params))
+      return CUDA_ERROR_INVALID_VALUE;
+    fn = *f;  // the kernel runs without the lock, so launches from several threads overlap
+  }
+  std::vector<unsigned char> shared(shared_bytes);
+  LaunchFault fault{&fn.name};
+  gompute_host_launch launch{};
+  launch.abi_version = GOMPUTE_HOST_ABI_VERSION;
+  launch.arg_count = fn.arity > 0 ? uint32_t(fn.arity) : 0;
+  launch.args = params;
+  launch.grid_dim = {gx, gy, gz};
+  launch.block_dim = {bx, by, bz};
+  launch.block_end = uint64_t(gx) * gy * gz;
+  launch.shared = shared_bytes ? shared.data() : nullptr;
+  launch.shared_bytes = shared_bytes;
+  launch.trap = trap;
+  launch.runtime = &fault;
+  fn.entry(&launch);
+  if (fault.trapped) {
+    CUresult none = CUDA_SUCCESS;
+    g_sticky.compare_exchange_strong(none, CUDA_ERROR_LAUNCH_FAILED);
+  }
+  return CUDA_SUCCESS;  // a fault surfaces at the next synchronize, as on a GPU
+}
+#endif
