@@ -240,56 +240,6 @@ PYBIND11_MODULE(_core, m) {
         return std::string(a.allocation() ? "<Arg buffer " : "<Arg ") + std::to_string(a.bytes().size()) + " bytes>";
       });
 
-  py::class_<Device>(m, "Device")
-      .def(py::init([](int kind, int ordinal) {
-             py::gil_scoped_release release;
-             return Device{Context::get(BackendKind(kind), ordinal)};
-           }),
-           py::arg("kind"), py::arg("ordinal"))
-      .def_property_readonly("kind", [](const Device& d) { return int(d.ctx->kind()); })
-      .def_property_readonly("ordinal", [](const Device& d) { return d.ctx->ordinal(); })
-      .def_property_readonly("alive", [](const Device& d) { return d.ctx->alive(); })
-      .def("describe", [](const Device& d) { return d.ctx->describe(); })
-      .def("same_context", [](const Device& a, const Device& b) { return a.ctx == b.ctx; })
-      .def("alloc",
-           [](const Device& d, long long nbytes) {
-             if (nbytes < 0) raise(ErrorKind::AllocFailed, "cannot allocate a negative number of bytes");
-             py::gil_scoped_release release;
-             return Buffer(d.ctx, size_t(nbytes));
-           })
-      .def("alloc_pinned",
-           [](const Device& d, long long nbytes) {
-             if (nbytes < 0) raise(ErrorKind::AllocFailed, "cannot allocate a negative number of bytes");
-             py::gil_scoped_release release;
-             return std::make_unique<PinnedMemory>(d.ctx, size_t(nbytes));
-           })
-      .def("load_module",
-           [](const Device& d, py::bytes image) {
-             std::string bytes(image);
-             py::gil_scoped_release release;
-             return Module(d.ctx->load_module(bytes));
-           })
-      .def("create_stream",
-           [](const Device& d) {
-             py::gil_scoped_release release;
-             return Stream(d.ctx);
-           })
-      .def("default_stream", [](const Device& d) { return Stream(d.ctx, nullptr); })
-      .def("wrap_stream",
-           [](const Device& d, uintptr_t handle) {
-             if (d.ctx->kind() == BackendKind::host && handle != 0)
-               raise(ErrorKind::ArgumentError, "the host backend has no foreign streams; pass a gompute Stream");
-             return Stream(d.ctx, reinterpret_cast<StreamHandle>(handle));
-           })
-      .def(
-          "create_event",
-          [](const Device& d, bool timing) {
-            py::gil_scoped_release release;
-            return std::make_unique<Event>(d.ctx, timing);
-          },
-          py::arg("timing") = true)
-      .def("synchronize", [](const Device& d) { d.ctx->synchronize(); }, py::call_guard<py::gil_scoped_release>());
-
   py::class_<Buffer>(m, "Buffer", py::buffer_protocol(),
                      "Device memory: bytes, optionally read as a typed array (see view()).")
       .def_buffer(host_buffer_info)
@@ -425,4 +375,53 @@ PYBIND11_MODULE(_core, m) {
             launch(k, grid, block, shared_bytes, args, &stream);
           },
           py::arg("grid"), py::arg("block"), py::arg("shared_bytes"), py::arg("args"), py::arg("stream"));
+  py::class_<Device>(m, "Device")
+      .def(py::init([](int kind, int ordinal) {
+             py::gil_scoped_release release;
+             return Device{Context::get(BackendKind(kind), ordinal)};
+           }),
+           py::arg("kind"), py::arg("ordinal"))
+      .def_property_readonly("kind", [](const Device& d) { return int(d.ctx->kind()); })
+      .def_property_readonly("ordinal", [](const Device& d) { return d.ctx->ordinal(); })
+      .def_property_readonly("alive", [](const Device& d) { return d.ctx->alive(); })
+      .def("describe", [](const Device& d) { return d.ctx->describe(); })
+      .def("same_context", [](const Device& a, const Device& b) { return a.ctx == b.ctx; })
+      .def("alloc",
+           [](const Device& d, long long nbytes) {
+             if (nbytes < 0) raise(ErrorKind::AllocFailed, "cannot allocate a negative number of bytes");
+             py::gil_scoped_release release;
+             return Buffer(d.ctx, size_t(nbytes));
+           })
+      .def("alloc_pinned",
+           [](const Device& d, long long nbytes) {
+             if (nbytes < 0) raise(ErrorKind::AllocFailed, "cannot allocate a negative number of bytes");
+             py::gil_scoped_release release;
+             return std::make_unique<PinnedMemory>(d.ctx, size_t(nbytes));
+           })
+      .def("load_module",
+           [](const Device& d, py::bytes image) {
+             std::string bytes(image);
+             py::gil_scoped_release release;
+             return Module(d.ctx->load_module(bytes));
+           })
+      .def("create_stream",
+           [](const Device& d) {
+             py::gil_scoped_release release;
+             return Stream(d.ctx);
+           })
+      .def("default_stream", [](const Device& d) { return Stream(d.ctx, nullptr); })
+      .def("wrap_stream",
+           [](const Device& d, uintptr_t handle) {
+             if (d.ctx->kind() == BackendKind::host && handle != 0)
+               raise(ErrorKind::ArgumentError, "the host backend has no foreign streams; pass a gompute Stream");
+             return Stream(d.ctx, reinterpret_cast<StreamHandle>(handle));
+           })
+      .def(
+          "create_event",
+          [](const Device& d, bool timing) {
+            py::gil_scoped_release release;
+            return std::make_unique<Event>(d.ctx, timing);
+          },
+          py::arg("timing") = true)
+      .def("synchronize", [](const Device& d) { d.ctx->synchronize(); }, py::call_guard<py::gil_scoped_release>());
 }
