@@ -320,6 +320,9 @@ def main() -> int:
         return 0
     check = Check()
     scenarios(gpu, check)
+    from gpu_kernels import kernel_scenarios
+
+    kernel_scenarios(gpu, check)
     table = check.table()
     print("\n" + table)
     if args.save:

@@ -29,3 +29,14 @@ from .errors import (
 from .types import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 __version__ = "0.1.0"
+
+# The kernel language. Last: abs/min/max/round/pow shadow Python's builtins here.
+from . import lang
+from .emit import emit_kernels
+from .lang import Func, MapKernel, func, map_kernel
+from .raw import RawKernel, raw_kernel_by_name
+from .lang.builtins import (  # noqa: A004 - the kernel language's builtins, as g.NAME
+    abs, acos, asin, atan, atan2, ceil, clamp, copysign, cos, cosh, erf, erfc, exp, exp2, expm1, floor, fma,
+    hypot, isfinite, isinf, isnan, log, log1p, log2, log10, max, min, pow, round, rsqrt, sin, sinh, sqrt, tan,
+    tanh, trunc, where,
+)

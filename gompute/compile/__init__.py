@@ -7,8 +7,9 @@ from pathlib import Path
 from .cache import CacheWarning, DiskCache, default_cache
 
 
-def build_image(backend: str, source: str, arch: str | None, name: str,
-                cache: DiskCache | None = None) -> tuple[bytes, str, Path]:
+def build_image(
+    backend: str, source: str, arch: str | None, name: str, cache: DiskCache | None = None
+) -> tuple[bytes, str, Path]:
     """(image bytes, format, cache folder) of a whole module's `source` for `backend`/`arch`.
 
     host: a shared object ("so"); cuda: "sm_XX" → "cubin", "compute_XX" (or None, the most

@@ -82,9 +82,12 @@ class DiskCache:
             return self.requested
         except OSError as e:
             fallback = Path(tempfile.mkdtemp(prefix="gompute-cache-"))
-            warnings.warn(f"gompute cannot write its kernel cache at {self.requested} ({e.strerror or e}); "
-                          f"using {fallback} for this process. Set {ENV_VAR} to a writable folder.",
-                          CacheWarning, stacklevel=4)
+            warnings.warn(
+                f"gompute cannot write its kernel cache at {self.requested} ({e.strerror or e}); "
+                f"using {fallback} for this process. Set {ENV_VAR} to a writable folder.",
+                CacheWarning,
+                stacklevel=4,
+            )
             return fallback
 
     def entry_dir(self, name: str, key: dict) -> Path:
@@ -118,7 +121,7 @@ class DiskCache:
                 files = {p.name: _sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
                 if binary not in files:
                     raise RuntimeError(f"building {name} produced no {binary}")
-                meta = {"name": name, "binary": binary, "key": key, "files": files}
+                meta = {"name": name, "binary": binary, "key": _readable(key), "files": files}
                 (tmp / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True, default=str))
                 os.replace(tmp, entry)
             finally:
@@ -136,6 +139,14 @@ class DiskCache:
         kept = CompileError(str(error).replace(str(tmp), str(failed)))
         kept.source_dir = failed
         return kept
+
+
+def _readable(key: dict) -> dict:
+    """The key as meta.json shows it: long values (the source) by their sha256."""
+    return {
+        k: (f"sha256:{hashlib.sha256(str(v).encode()).hexdigest()}" if len(str(v)) > 200 else v)
+        for k, v in key.items()
+    }
 
 
 def _read_valid(entry: Path, binary: str) -> bytes | None:
@@ -166,7 +177,13 @@ def _remove(entry: Path) -> None:
 def _make_private_dir(path: Path) -> None:
     if path.is_dir():
         return
-    path.mkdir(parents=True, mode=0o700)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:  # another process made it first
+        if path.is_dir():
+            return
+        raise
     os.chmod(path, 0o700)  # mkdir's mode is filtered by the umask
 
 

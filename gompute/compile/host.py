@@ -24,10 +24,20 @@ from ..errors import CompileError
 from .cache import DiskCache, default_cache, gompute_version
 
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
-FLAGS = ("-std=c++17", "-O3", "-march=native", "-shared", "-fPIC", "-fvisibility=hidden",
-         # No errno and no FP-exception side effects let loops vectorize; no contraction keeps
-         # each operation rounded as NumPy rounds it.
-         "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-w")
+FLAGS = (
+    "-std=c++17",
+    "-O3",
+    "-march=native",
+    "-shared",
+    "-fPIC",
+    "-fvisibility=hidden",
+    # No errno and no FP-exception side effects let loops vectorize; no contraction keeps
+    # each operation rounded as NumPy rounds it.
+    "-fno-math-errno",
+    "-fno-trapping-math",
+    "-ffp-contract=off",
+    "-w",
+)
 
 
 @dataclass(frozen=True)
@@ -89,7 +99,7 @@ def _target_cpu(command: tuple[str, ...]) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _find(candidates: tuple[tuple[str, ...], ...]) -> HostCompiler:
+def _find(candidates: tuple[tuple[str, ...], ...], path: str) -> HostCompiler:
     for command in candidates:
         version = _version(command)
         if version is not None:
@@ -101,8 +111,8 @@ def _find(candidates: tuple[tuple[str, ...], ...]) -> HostCompiler:
 
 
 def find_compiler() -> HostCompiler:
-    """The host C++ compiler to use now (looked up once per $CXX setting)."""
-    return _find(tuple(_candidates()))
+    """The host C++ compiler to use now (looked up once per $CXX and $PATH)."""
+    return _find(tuple(_candidates()), os.environ.get("PATH", ""))
 
 
 def _abi_hash() -> str:
@@ -112,8 +122,15 @@ def _abi_hash() -> str:
 def compile_shared_object(name: str, source: str, cache: DiskCache | None = None) -> tuple[bytes, Path]:
     """The shared object built from `source` (a whole host module), and its cache folder."""
     compiler = find_compiler()
-    key = {"gompute": gompute_version(), "backend": "host", "source": source, "compiler": compiler.identity,
-           "options": list(FLAGS), "target": compiler.target_cpu, "abi": _abi_hash()}
+    key = {
+        "gompute": gompute_version(),
+        "backend": "host",
+        "source": source,
+        "compiler": compiler.identity,
+        "options": list(FLAGS),
+        "target": compiler.target_cpu,
+        "abi": _abi_hash(),
+    }
 
     def build(folder: Path) -> None:
         src = folder / "source.cpp"

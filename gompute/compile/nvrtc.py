@@ -1,0 +1,178 @@
+"""NVRTC, loaded at run time with ctypes: CUDA C++ → PTX or CUBIN, with no GPU needed.
+
+The library is located with `cuda-pathfinder` (the `nvidia-cuda-nvrtc` wheel, a CUDA toolkit,
+or the system's loader path), so `import gompute` works without it. A CUBIN is compiled for one
+`sm_XX`; PTX for a `compute_XX` virtual arch. Prefer a CUBIN for a device you run on: a driver
+older than NVRTC refuses NVRTC's PTX (CUDA_ERROR_UNSUPPORTED_PTX_VERSION).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import re
+from pathlib import Path
+
+from ..errors import CompileError
+from .cache import DiskCache, default_cache, gompute_version
+
+# No --use_fast_math and no FMA contraction: each operation rounds as NumPy's does.
+OPTIONS = ("--std=c++17", "--fmad=false")
+
+
+class Nvrtc:
+    """The loaded NVRTC library."""
+
+    def __init__(self, lib: ctypes.CDLL, path: str):
+        self.lib, self.path = lib, path
+        for name in (
+            "nvrtcCreateProgram",
+            "nvrtcCompileProgram",
+            "nvrtcDestroyProgram",
+            "nvrtcGetProgramLogSize",
+            "nvrtcGetProgramLog",
+            "nvrtcGetPTXSize",
+            "nvrtcGetPTX",
+            "nvrtcGetCUBINSize",
+            "nvrtcGetCUBIN",
+            "nvrtcVersion",
+            "nvrtcGetNumSupportedArchs",
+            "nvrtcGetSupportedArchs",
+        ):
+            getattr(lib, name).restype = ctypes.c_int
+        lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+
+    @functools.cached_property
+    def version(self) -> tuple[int, int]:
+        major, minor = ctypes.c_int(), ctypes.c_int()
+        self._check(self.lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)), "nvrtcVersion")
+        return major.value, minor.value
+
+    @functools.cached_property
+    def supported_archs(self) -> list[int]:
+        """The compute capabilities this NVRTC compiles for, e.g. [75, 80, ..., 120]."""
+        n = ctypes.c_int()
+        self._check(self.lib.nvrtcGetNumSupportedArchs(ctypes.byref(n)), "nvrtcGetNumSupportedArchs")
+        archs = (ctypes.c_int * n.value)()
+        self._check(self.lib.nvrtcGetSupportedArchs(archs), "nvrtcGetSupportedArchs")
+        return list(archs)
+
+    def _check(self, status: int, what: str) -> None:
+        if status != 0:
+            raise CompileError(f"{what} failed: {self.lib.nvrtcGetErrorString(status).decode()}")
+
+    def check_arch(self, arch: str) -> str:
+        """ "sm" or "compute" for an arch this NVRTC compiles for; else a CompileError."""
+        kind, cc = parse_arch(arch)
+        if cc not in self.supported_archs:
+            raise CompileError(
+                f"NVRTC {self.version[0]}.{self.version[1]} cannot compile for {arch}; "
+                f"it supports {', '.join(f'sm_{a}' for a in self.supported_archs)}"
+            )
+        return kind
+
+    def compile(
+        self, source: str, arch: str, filename: str = "source.cu", options=OPTIONS
+    ) -> tuple[bytes, str]:
+        """(PTX for "compute_XX" or CUBIN for "sm_XX", the compile log)."""
+        kind = self.check_arch(arch)
+        prog = ctypes.c_void_p()
+        self._check(
+            self.lib.nvrtcCreateProgram(
+                ctypes.byref(prog), source.encode(), filename.encode(), 0, None, None
+            ),
+            "nvrtcCreateProgram",
+        )
+        try:
+            argv = [*options, f"--gpu-architecture={arch}"]
+            c_argv = (ctypes.c_char_p * len(argv))(*(o.encode() for o in argv))
+            status = self.lib.nvrtcCompileProgram(prog, len(argv), c_argv)
+            log = self._log(prog)
+            if status != 0:
+                raise CompileError(
+                    f"NVRTC failed on generated code for {arch} "
+                    f"({self.lib.nvrtcGetErrorString(status).decode()}).\nsource: {filename}\n{log}"
+                )
+            get_size, get = (
+                (self.lib.nvrtcGetPTXSize, self.lib.nvrtcGetPTX)
+                if kind == "compute"
+                else (self.lib.nvrtcGetCUBINSize, self.lib.nvrtcGetCUBIN)
+            )
+            size = ctypes.c_size_t()
+            self._check(get_size(prog, ctypes.byref(size)), "getting the output size")
+            out = ctypes.create_string_buffer(size.value)
+            self._check(get(prog, out), "getting the output")
+            data = out.raw
+            return (data.rstrip(b"\0") if kind == "compute" else data), log
+        finally:
+            self.lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+    def _log(self, prog) -> str:
+        size = ctypes.c_size_t()
+        self.lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        buf = ctypes.create_string_buffer(max(size.value, 1))
+        self.lib.nvrtcGetProgramLog(prog, buf)
+        return buf.value.decode(errors="replace")
+
+
+def parse_arch(arch: str) -> tuple[str, int]:
+    """("sm", 90) for "sm_90", ("compute", 90) for "compute_90" (a trailing letter, sm_90a, is kept off)."""
+    match = re.fullmatch(r"(sm|compute)_(\d+)[a-z]?", arch or "")
+    if not match:
+        raise CompileError(f"{arch!r} is not a CUDA arch; use sm_XX for a CUBIN or compute_XX for PTX")
+    return match.group(1), int(match.group(2))
+
+
+@functools.lru_cache(maxsize=1)
+def load() -> Nvrtc:
+    """NVRTC, or a CompileError saying how to get it."""
+    try:
+        from cuda import pathfinder
+    except ImportError:
+        raise CompileError(
+            "compiling CUDA kernels needs NVRTC: pip install 'gompute[cuda]' "
+            "(nvidia-cuda-nvrtc and cuda-pathfinder)"
+        ) from None
+    try:
+        loaded = pathfinder.load_nvidia_dynamic_lib("nvrtc")
+    except Exception as e:  # pathfinder's several not-found errors
+        raise CompileError(
+            f"NVRTC was not found ({e}); pip install nvidia-cuda-nvrtc, or install a CUDA toolkit"
+        ) from None
+    return Nvrtc(ctypes.CDLL(loaded.abs_path), loaded.abs_path)
+
+
+def available() -> bool:
+    try:
+        load()
+        return True
+    except CompileError:
+        return False
+
+
+def default_ptx_arch() -> str:
+    """The oldest virtual arch this NVRTC supports: the most portable PTX."""
+    return f"compute_{min(load().supported_archs)}"
+
+
+def compile_cuda(name: str, source: str, arch: str, cache: DiskCache | None = None) -> tuple[bytes, Path]:
+    """PTX (arch "compute_XX") or CUBIN ("sm_XX") of `source`, through the disk cache."""
+    nvrtc = load()
+    kind = nvrtc.check_arch(arch)  # before the cache, so a bad arch leaves no failed build behind
+    binary = f"{arch}.ptx" if kind == "compute" else f"{arch}.cubin"
+    key = {
+        "gompute": gompute_version(),
+        "backend": "cuda",
+        "source": source,
+        "compiler": f"nvrtc {nvrtc.version[0]}.{nvrtc.version[1]} {Path(nvrtc.path).name}",
+        "options": list(OPTIONS),
+        "target": arch,
+    }
+
+    def build(folder: Path) -> None:
+        src = folder / "source.cu"
+        src.write_text(source)
+        data, _ = nvrtc.compile(source, arch, filename=str(src))
+        (folder / binary).write_bytes(data)
+
+    return (cache or default_cache()).get(name, key, binary, build)

@@ -1,0 +1,251 @@
+"""Typed IR → C++: one function body, the same text on every backend.
+
+Every expression is emitted fully parenthesized; the IR already holds every conversion, so
+what is emitted is only the spelling of each operation (see preludes/common.h for the helpers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import types as T
+from . import ir
+from .builtins import unsigned_c
+from .types import Type, concrete, is_half
+
+C_KEYWORDS = frozenset(
+    "alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t char32_t class "
+    "compl const constexpr const_cast continue decltype default delete do double dynamic_cast else enum "
+    "explicit export extern false float for friend goto if inline int long mutable namespace new noexcept "
+    "not not_eq nullptr operator or or_eq private protected public register reinterpret_cast return short "
+    "signed sizeof static static_assert static_cast struct switch template this thread_local throw true "
+    "try typedef typeid typename union unsigned using virtual void volatile wchar_t while xor xor_eq "
+    "main len params data out restrict".split()
+)
+_C_BINOP = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "and": "&", "or": "|", "xor": "^"}
+_C_CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
+def c_ident(name: str) -> str:
+    """A Python identifier as a C++ one that cannot clash with keywords or gompute's own names."""
+    if name.startswith("%"):  # a variable the frontend made
+        return f"gompute_{name[1:]}"
+    if name in C_KEYWORDS or name.startswith("gompute") or "__" in name or name.startswith("_"):
+        return f"{name}_"
+    return name
+
+
+def value_ctype(t: Type) -> str:
+    """The C++ type a value of type `t` is held in (f16 and bf16 are held in float)."""
+    c = concrete(t)
+    return "float" if is_half(c) else c.c_name
+
+
+def storage_ctype(t: Type) -> str:
+    """The C++ type of `t` in memory (arrays, params fields)."""
+    return concrete(t).c_name
+
+
+def literal(value, t: Type) -> str:
+    """A C++ literal of type `t` holding `value` exactly."""
+    c = concrete(t)
+    if c.kind == "b":
+        return "true" if value else "false"
+    if c.is_float:
+        return _float_literal(float(value), c)
+    value = int(value)
+    suffix = {64: "LL" if c.kind == "i" else "ULL"}.get(c.bits, "" if c.kind == "i" else "u")
+    if c.kind == "i" and value == c.range()[0]:
+        return f"(({c.c_name})({value + 1}{suffix} - 1))"
+    text = f"{value}{suffix}"
+    return text if c.bits >= 32 and value >= 0 else f"(({c.c_name}){text})"
+
+
+def _float_literal(value: float, c: T.ScalarType) -> str:
+    width = "f64" if c is T.f64 else "f32"
+    if np.isnan(value):
+        return f"gompute_nan_{width}()"
+    if np.isinf(value):
+        return f"gompute_inf_{width}()" if value > 0 else f"(-gompute_inf_{width}())"
+    text = repr(value) if c is T.f64 else str(np.float32(value))
+    if not any(ch in text for ch in ".e"):
+        text += ".0"
+    text = text if c is T.f64 else text + "f"
+    return f"({text})" if value < 0 or text.startswith("-") else text
+
+
+def _wrap_int(c: T.ScalarType, op: str, a: str, b: str) -> str:
+    u = unsigned_c(c)
+    return f"(({c.c_name})(({u}){a} {op} ({u}){b}))"
+
+
+def _round(t: Type, code: str) -> str:
+    """Round a float-held f16/bf16 result back to its format."""
+    c = concrete(t)
+    return f"gompute_round_{c.name}({code})" if is_half(c) else code
+
+
+class ExprEmitter:
+    """IR expressions → C++ expressions."""
+
+    def __init__(self, params_names: dict[str, str], function_names: dict[int, str]):
+        self.params_names = params_names
+        self.function_names = function_names  # id(ir.Function) -> its C++ name in this module
+
+    def expr(self, e: ir.Expr) -> str:
+        return getattr(self, f"_{type(e).__name__}")(e)
+
+    def _Const(self, e: ir.Const) -> str:
+        return literal(e.value, e.type)
+
+    def _Var(self, e: ir.Var) -> str:
+        return c_ident(e.name)
+
+    def _Field(self, e: ir.Field) -> str:
+        code = f"{self.params_names[e.param]}.{c_ident(e.name)}"
+        return f"gompute_load_{e.type.name}({code})" if is_half(e.type) else code
+
+    def _Unary(self, e: ir.Unary) -> str:
+        a, c = self.expr(e.operand), concrete(e.type)
+        if e.op == "not":
+            return f"(!{a})"
+        if e.op == "invert":
+            return f"(({c.c_name})~{a})"
+        if c.is_integer:
+            return _wrap_int(c, "-", "0", a)
+        return f"(-{a})"
+
+    def _Binary(self, e: ir.Binary) -> str:
+        a, b, c = self.expr(e.left), self.expr(e.right), concrete(e.type)
+        if c.is_float:
+            return _round(c, self._float_binary(e.op, c, a, b))
+        if e.op in ("add", "sub", "mul"):
+            return _wrap_int(c, _C_BINOP[e.op], a, b)
+        if e.op in ("and", "or", "xor"):
+            return f"(({c.c_name})({a} {_C_BINOP[e.op]} {b}))"
+        helper = {
+            "floordiv": f"gompute_ifloordiv<{c.c_name}, {unsigned_c(c)}>",
+            "mod": f"gompute_imod<{c.c_name}>",
+            "pow": f"gompute_ipow<{c.c_name}, {unsigned_c(c)}>",
+            "lshift": f"gompute_shl<{c.c_name}, {unsigned_c(c)}>",
+            "rshift": f"gompute_shr<{c.c_name}>",
+        }[e.op]
+        return f"{helper}({a}, {b})"
+
+    @staticmethod
+    def _float_binary(op: str, c: T.ScalarType, a: str, b: str) -> str:
+        width, suffix = ("f64", "") if c is T.f64 else ("f32", "f")
+        if op in _C_BINOP:
+            return f"({a} {_C_BINOP[op]} {b})"
+        if op == "pow":
+            return f"pow{suffix}({a}, {b})"
+        return f"gompute_{op}_{width}({a}, {b})"
+
+    def _Compare(self, e: ir.Compare) -> str:
+        if e.left.type is not e.right.type:  # i64 with u64: by the sign of a - b, exactly
+            return f"(gompute_cmp_iu({self.expr(e.left)}, {self.expr(e.right)}) {_C_CMP[e.op]} 0)"
+        return f"({self.expr(e.left)} {_C_CMP[e.op]} {self.expr(e.right)})"
+
+    def _Logical(self, e: ir.Logical) -> str:
+        return f"({self.expr(e.left)} {'&&' if e.op == 'and' else '||'} {self.expr(e.right)})"
+
+    def _Select(self, e: ir.Select) -> str:
+        return f"({self.expr(e.cond)} ? {self.expr(e.then)} : {self.expr(e.orelse)})"
+
+    def _Cast(self, e: ir.Cast) -> str:
+        a, src, dst = self.expr(e.value), concrete(e.value.type), concrete(e.type)
+        if dst.kind == "b":
+            return f"((bool)({a}))"
+        if is_half(dst):
+            if src is T.f64:
+                return f"gompute_round_{dst.name}_f64({a})"
+            return f"gompute_round_{dst.name}((float)({a}))"
+        return f"(({dst.c_name})({a}))"
+
+    def _Call(self, e: ir.Call) -> str:
+        compute = e.args[0].type
+        code = e.builtin.spell(compute, [self.expr(a) for a in e.args])
+        return code if e.builtin.exact else _round(e.type, code)
+
+    def _FuncCall(self, e: ir.FuncCall) -> str:
+        return f"{self.function_names[id(e.function)]}({', '.join(self.expr(a) for a in e.args)})"
+
+
+class FunctionEmitter(ExprEmitter):
+    """One `ir.Function` → a `GOMPUTE_FN` C++ function, with `#line`s into the user's file."""
+
+    def __init__(self, fn: ir.Function, params_struct_names: dict[type, str], function_names: dict[int, str]):
+        super().__init__(
+            {p.name: c_ident(p.name) for p in fn.params if p.params_class is not None}, function_names
+        )
+        self.fn = fn
+        self.struct_names = params_struct_names
+        self.lines: list[str] = []
+        self.file = fn.filename.replace("\\", "\\\\").replace('"', '\\"')
+
+    def emit(self) -> list[str]:
+        fn = self.fn
+        args = []
+        for p in fn.params:
+            if p.params_class is not None:
+                args.append(f"const {self.struct_names[p.params_class]} {c_ident(p.name)}")
+            else:
+                args.append(f"{value_ctype(p.type)} {c_ident(p.name)}")
+        self.lines.append(f'#line {fn.line} "{self.file}"')
+        name = self.function_names[id(fn)]
+        self.lines.append(f"GOMPUTE_FN {value_ctype(fn.return_type)} {name}({', '.join(args)}) {{")
+        for name, t in fn.locals.items():
+            self.lines.append(f"  {value_ctype(t)} {c_ident(name)} = {literal(0, t)};")
+        self.block(fn.body, 1)
+        self.lines.append("}")
+        return self.lines
+
+    def block(self, stmts: list[ir.Stmt], depth: int) -> None:
+        for s in stmts:
+            self.stmt(s, depth)
+
+    def stmt(self, s: ir.Stmt, depth: int) -> None:
+        pad = "  " * depth
+        self.lines.append(f'#line {s.line} "{self.file}"')
+        if isinstance(s, ir.Assign):
+            self.lines.append(f"{pad}{c_ident(s.target)} = {self.expr(s.value)};")
+        elif isinstance(s, ir.Return):
+            self.lines.append(f"{pad}return {self.expr(s.value)};")
+        elif isinstance(s, ir.Break):
+            self.lines.append(f"{pad}break;")
+        elif isinstance(s, ir.Continue):
+            self.lines.append(f"{pad}continue;")
+        elif isinstance(s, ir.If):
+            self._if(s, depth)
+        elif isinstance(s, ir.While):
+            self.lines.append(f"{pad}while ({self.expr(s.cond)}) {{")
+            self.block(s.body, depth + 1)
+            self.lines.append(f"{pad}}}")
+        else:
+            self._for(s, depth)
+
+    def _if(self, s: ir.If, depth: int) -> None:
+        pad = "  " * depth
+        self.lines.append(f"{pad}if ({self.expr(s.cond)}) {{")
+        self.block(s.body, depth + 1)
+        if s.orelse:
+            self.lines.append(f"{pad}}} else {{")
+            self.block(s.orelse, depth + 1)
+        self.lines.append(f"{pad}}}")
+
+    def _for(self, s: ir.For, depth: int) -> None:
+        # range() evaluates its arguments once, before the first iteration.
+        pad, t = "  " * depth, value_ctype(s.start.type)
+        it = c_ident(s.counter)
+        stop, step = f"{it}_stop", f"{it}_step"
+        self.lines.append(f"{pad}{{")
+        self.lines.append(f"{pad}  const {t} {stop} = {self.expr(s.stop)};")
+        self.lines.append(f"{pad}  const {t} {step} = {self.expr(s.step)};")
+        if isinstance(s.step, ir.Const):
+            cond = f"{it} < {stop}" if s.step.value > 0 else f"{it} > {stop}"
+        else:
+            cond = f"({step} > 0 ? {it} < {stop} : {step} < 0 && {it} > {stop})"
+        self.lines.append(f"{pad}  for ({t} {it} = {self.expr(s.start)}; {cond}; {it} += {step}) {{")
+        self.block(s.body, depth + 2)
+        self.lines.append(f"{pad}  }}")
+        self.lines.append(f"{pad}}}")

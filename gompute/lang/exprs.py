@@ -1,0 +1,378 @@
+"""Python expressions → typed IR expressions (the expression half of the frontend)."""
+
+from __future__ import annotations
+
+import ast
+import builtins as _py
+import operator
+
+import numpy as np
+
+from .. import types as T
+from ..types import Scalar, ScalarType, _bf16_bits
+from . import ir
+from .builtins import PREDICATE, PYTHON_ALIASES, WHERE, Builtin, PowBuiltin
+from .types import (
+    WEAK_BOOL,
+    WEAK_FLOAT,
+    WEAK_INT,
+    Type,
+    Weak,
+    concrete,
+    describe,
+    fits,
+    is_bool,
+    promote,
+    weak_of,
+)
+
+_BINOPS = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "truediv",
+    ast.FloorDiv: "floordiv",
+    ast.Mod: "mod",
+    ast.Pow: "pow",
+    ast.BitAnd: "and",
+    ast.BitOr: "or",
+    ast.BitXor: "xor",
+    ast.LShift: "lshift",
+    ast.RShift: "rshift",
+}
+_PY_BINOPS = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "truediv": operator.truediv,
+    "floordiv": operator.floordiv,
+    "mod": operator.mod,
+    "pow": operator.pow,
+    "and": operator.and_,
+    "or": operator.or_,
+    "xor": operator.xor,
+    "lshift": operator.lshift,
+    "rshift": operator.rshift,
+}
+_CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+_ARITH = {"add", "sub", "mul", "floordiv", "mod", "pow"}
+_BITWISE = {"and", "or", "xor", "lshift", "rshift"}
+# int(x), float(x), bool(x) make Python numbers, which stay weak as Python scalars do in NumPy 2.
+_CASTS = {_py.int: WEAK_INT, _py.float: WEAK_FLOAT, _py.bool: WEAK_BOOL}
+
+# What to call a construct the language refuses.
+REFUSED = {
+    ast.Subscript: "subscripting (x[i])",
+    ast.List: "a list",
+    ast.Tuple: "a tuple",
+    ast.Dict: "a dict",
+    ast.Set: "a set",
+    ast.ListComp: "a list comprehension",
+    ast.SetComp: "a set comprehension",
+    ast.DictComp: "a dict comprehension",
+    ast.GeneratorExp: "a generator expression",
+    ast.Lambda: "a lambda",
+    ast.JoinedStr: "an f-string",
+    ast.Await: "await",
+    ast.Yield: "yield",
+    ast.YieldFrom: "yield from",
+    ast.NamedExpr: "the walrus operator (:=)",
+    ast.Starred: "a starred expression",
+    ast.Slice: "a slice",
+    ast.MatMult: "the @ operator",
+    ast.Is: "'is'",
+    ast.IsNot: "'is not'",
+    ast.In: "'in'",
+    ast.NotIn: "'not in'",
+}
+
+
+class Unresolved(Exception):
+    """A local variable was read before any assignment gave it a type (the frontend retries)."""
+
+    def __init__(self, name: str, node: ast.AST):
+        super().__init__(name)
+        self.name, self.node = name, node
+
+
+def refused(node: ast.AST) -> str:
+    return REFUSED.get(type(node), type(node).__name__)
+
+
+class ExprLowering:
+    """Mixin of the frontend's translator: `self.src`, `self.args`, `self.var_types`, ... are its."""
+
+    def expr(self, node: ast.AST) -> ir.Expr:
+        method = getattr(self, f"_expr_{type(node).__name__}", None)
+        if method is None:
+            raise self.src.error(node, f"{refused(node)} is not supported in the kernel language")
+        return method(node)
+
+    # -- leaves -------------------------------------------------------------------------------
+
+    def _expr_Constant(self, node: ast.Constant) -> ir.Expr:
+        weak = weak_of(node.value)
+        if weak is None:
+            raise self.src.error(node, f"the constant {node.value!r} is not a number")
+        return ir.Const(node.value, weak)
+
+    def _expr_Name(self, node: ast.Name) -> ir.Expr:
+        name = node.id
+        if name in self.args:
+            if self.args[name] is None:
+                raise self.src.error(node, f"the params struct {name!r} can only be used as {name}.field")
+            return ir.Var(name, self.args[name])
+        if name in self.declared:
+            return ir.Var(name, self.declared[name])
+        if name in self.assigned:
+            if name not in self.var_types:
+                raise Unresolved(name, node)
+            return ir.Var(name, self.var_types[name])
+        return self.constant(self.resolve(node), node)
+
+    def _expr_Attribute(self, node: ast.Attribute) -> ir.Expr:
+        if (
+            isinstance(node.value, ast.Name)
+            and node.value.id in self.args
+            and self.args[node.value.id] is None
+        ):
+            return self.field(node.value.id, node.attr, node)
+        return self.constant(self.resolve(node), node)
+
+    def field(self, param: str, name: str, node: ast.AST) -> ir.Expr:
+        for f in self.params_class.__fields__:
+            if f.name == name:
+                return ir.Field(param, name, f.type)
+        known = ", ".join(f.name for f in self.params_class.__fields__) or "none"
+        raise self.src.error(node, f"{self.params_class.__name__} has no field {name!r} (fields: {known})")
+
+    def constant(self, value, node: ast.AST) -> ir.Expr:
+        """A module-level value used in a kernel: numbers are captured as constants."""
+        if isinstance(value, Scalar):
+            return ir.Const(value.value, value.type)
+        if isinstance(value, np.generic) and not isinstance(value, (np.complexfloating, np.str_, np.bytes_)):
+            return ir.Const(value.item(), T.from_dtype(value.dtype))
+        weak = weak_of(value)
+        if weak is None:
+            raise self.src.error(node, f"{ast.unparse(node)} is {value!r}, not a number the kernel can use")
+        return ir.Const(value, weak)
+
+    def resolve(self, node: ast.AST):
+        """The Python object a global name or dotted name refers to, looked up at compile time."""
+        if isinstance(node, ast.Name):
+            if node.id in self.namespace:
+                return self.namespace[node.id]
+            if hasattr(_py, node.id):
+                return getattr(_py, node.id)
+            raise self.src.error(node, f"name {node.id!r} is not defined")
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value)
+            if not hasattr(base, node.attr):
+                raise self.src.error(node, f"{ast.unparse(node.value)} has no attribute {node.attr!r}")
+            return getattr(base, node.attr)
+        raise self.src.error(node, f"{refused(node)} cannot be called in the kernel language")
+
+    # -- conversions --------------------------------------------------------------------------
+
+    def convert(self, e: ir.Expr, t: Type, node: ast.AST) -> ir.Expr:
+        """`e` as type `t` where the language converts implicitly: a Python int must fit (NEP 50)."""
+        if e.type == t:
+            return e
+        if isinstance(e, ir.Const) and isinstance(e.type, Weak):
+            if not fits(e.value, t):
+                raise self.src.error(node, f"Python integer {e.value} is out of bounds for {describe(t)}")
+            return ir.Const(coerce(e.value, t), t)
+        return ir.Cast(e, t)
+
+    def cast(self, e: ir.Expr, t: Type, node: ast.AST) -> ir.Expr:
+        """An explicit cast, `g.i8(x)`: C's conversion (integers wrap, floats truncate toward zero)."""
+        if e.type == t:
+            return e
+        if isinstance(e, ir.Const):
+            if concrete(t).is_integer and isinstance(e.value, float) and not np.isfinite(e.value):
+                raise self.src.error(node, f"{e.value} cannot be converted to {describe(t)}")
+            return ir.Const(coerce(e.value, t, wrap=True), t)
+        return ir.Cast(e, t)
+
+    def truth(self, e: ir.Expr) -> ir.Expr:
+        if is_bool(e.type):
+            return e
+        return ir.Compare("ne", e, ir.Const(coerce(0, e.type), e.type), T.bool_)
+
+    # -- operators ----------------------------------------------------------------------------
+
+    def _expr_BinOp(self, node: ast.BinOp) -> ir.Expr:
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self.src.error(node, f"{refused(node.op)} is not supported in the kernel language")
+        return self.binary(op, self.expr(node.left), self.expr(node.right), node)
+
+    def binary(self, op: str, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
+        folded = self._fold(op, left, right, node)
+        if folded is not None:
+            return folded
+        t = promote(left.type, right.type)
+        if op in _ARITH and is_bool(t):
+            raise self.src.error(
+                node, "arithmetic on two bools is not supported; cast one with g.i32(...) first"
+            )
+        if op in _BITWISE and concrete(t).is_float:
+            raise self.src.error(node, f"bitwise operators need integers or bools, not {describe(t)}")
+        if op in ("lshift", "rshift") and is_bool(t):
+            raise self.src.error(node, "shifts need integers, not bools")
+        if op == "truediv" and not concrete(t).is_float:
+            t = WEAK_FLOAT if isinstance(t, Weak) else T.f64
+        return ir.Binary(op, self.convert(left, t, node), self.convert(right, t, node), t)
+
+    def _fold(self, op: str, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr | None:
+        """Operations on Python numbers alone are done now, with Python's arithmetic."""
+        if not (isinstance(left, ir.Const) and isinstance(right, ir.Const)):
+            return None
+        if not (isinstance(left.type, Weak) and isinstance(right.type, Weak)):
+            return None
+        try:
+            value = _PY_BINOPS[op](left.value, right.value)
+        except (ZeroDivisionError, OverflowError, ValueError, TypeError) as e:
+            raise self.src.error(node, f"{ast.unparse(node)} fails at compile time: {e}") from None
+        weak = weak_of(value)
+        if weak is None:
+            raise self.src.error(node, f"{ast.unparse(node)} is {value!r}, not a real number")
+        return ir.Const(value, weak)
+
+    def _expr_UnaryOp(self, node: ast.UnaryOp) -> ir.Expr:
+        e = self.expr(node.operand)
+        if isinstance(node.op, ast.Not):
+            return ir.Unary("not", self.truth(e), T.bool_)
+        if isinstance(node.op, ast.UAdd):
+            return e
+        if isinstance(node.op, ast.USub):
+            if isinstance(e, ir.Const) and isinstance(e.type, Weak):
+                return ir.Const(-e.value, weak_of(-e.value))
+            if is_bool(e.type):
+                raise self.src.error(node, "negating a bool is not supported; use `not`")
+            return ir.Unary("neg", e, e.type)
+        if concrete(e.type).is_float:
+            raise self.src.error(node, f"~ needs an integer or a bool, not {describe(e.type)}")
+        return ir.Unary("not" if is_bool(e.type) else "invert", e, e.type)
+
+    def _expr_Compare(self, node: ast.Compare) -> ir.Expr:
+        result = None
+        left = self.expr(node.left)
+        for op_node, right_node in zip(node.ops, node.comparators):
+            op = _CMPOPS.get(type(op_node))
+            if op is None:
+                raise self.src.error(node, f"{refused(op_node)} is not supported in the kernel language")
+            right = self.expr(right_node)
+            this = self.compare(op, left, right, node)
+            result = this if result is None else ir.Logical("and", result, this, T.bool_)
+            left = right
+        return result
+
+    def compare(self, op: str, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
+        if {left.type, right.type} == {T.i64, T.u64}:
+            return ir.Compare(op, left, right, T.bool_)  # compared exactly, not through f64 (emit.py)
+        t = promote(left.type, right.type)
+        for side in (left, right):
+            # NumPy compares a Python int that does not fit the other side's type by value.
+            if isinstance(side, ir.Const) and isinstance(side.type, Weak) and not fits(side.value, t):
+                t = promote(concrete(side.type), t)
+        return ir.Compare(op, self.convert(left, t, node), self.convert(right, t, node), T.bool_)
+
+    def _expr_BoolOp(self, node: ast.BoolOp) -> ir.Expr:
+        op = "and" if isinstance(node.op, ast.And) else "or"
+        values = [self.expr(v) for v in node.values]
+        result = values[0]
+        for value in values[1:]:
+            result = self.logical(op, result, value, node)
+        return result
+
+    def logical(self, op: str, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
+        if is_bool(left.type) and is_bool(right.type):
+            return ir.Logical(op, left, right, promote(left.type, right.type))
+        # Python's `a or b` is a value: a if a is true, else b (and `and` the other way round).
+        t = promote(left.type, right.type)
+        a, b = self.convert(left, t, node), self.convert(right, t, node)
+        return ir.Select(self.truth(left), a, b, t) if op == "or" else ir.Select(self.truth(left), b, a, t)
+
+    def _expr_IfExp(self, node: ast.IfExp) -> ir.Expr:
+        return self.select(self.expr(node.test), self.expr(node.body), self.expr(node.orelse), node)
+
+    def select(self, cond: ir.Expr, a: ir.Expr, b: ir.Expr, node: ast.AST) -> ir.Expr:
+        t = promote(a.type, b.type)
+        return ir.Select(self.truth(cond), self.convert(a, t, node), self.convert(b, t, node), t)
+
+    # -- calls --------------------------------------------------------------------------------
+
+    def _expr_Call(self, node: ast.Call) -> ir.Expr:
+        if node.keywords:
+            raise self.src.error(node, "keyword arguments are not supported in kernel calls")
+        if isinstance(node.func, ast.Name) and (node.func.id in self.args or node.func.id in self.assigned):
+            raise self.src.error(node, f"{node.func.id!r} is a variable, not a function")
+        fn = self.resolve(node.func)
+        fn = _alias(fn)
+        args = [self.expr(a) for a in node.args]
+        if isinstance(fn, ScalarType) or (isinstance(fn, type) and fn in _CASTS):
+            return self._cast_call(_CASTS.get(fn, fn), args, node)
+        if isinstance(fn, type) and issubclass(fn, np.generic) and np.dtype(fn).kind in "biuf":
+            return self._cast_call(T.from_dtype(fn), args, node)  # np.float32(x) is g.f32(x)
+        if isinstance(fn, PowBuiltin):
+            self._check_arity(node, "pow", args, 2, 2)
+            return self.binary("pow", args[0], args[1], node)
+        if isinstance(fn, Builtin):
+            return self.builtin(fn, args, node)
+        if hasattr(fn, "__gompute_func__"):
+            return self.call_func(fn, args, node)
+        raise self.src.error(
+            node,
+            f"calling {ast.unparse(node.func)} is not supported in the kernel language "
+            "(only builtins, casts and @g.func functions)",
+        )
+
+    def _cast_call(self, t: Type, args: list[ir.Expr], node: ast.AST) -> ir.Expr:
+        self._check_arity(node, ast.unparse(node.func), args, 1, 1)
+        if is_bool(t):
+            truth = self.truth(args[0])
+            return truth if t is T.bool_ else ir.Cast(truth, t)
+        return self.cast(args[0], t, node)
+
+    def _check_arity(self, node, name, args, lo, hi):
+        if len(args) < lo or (hi is not None and len(args) > hi):
+            want = f"{lo}" if lo == hi else f"at least {lo}" if hi is None else f"{lo} to {hi}"
+            raise self.src.error(node, f"{name} takes {want} arguments, got {len(args)}")
+
+    def builtin(self, b: Builtin, args: list[ir.Expr], node: ast.AST) -> ir.Expr:
+        self._check_arity(node, f"g.{b.name}", args, b.min_args, b.max_args)
+        if b.rule == WHERE:
+            return self.select(args[0], args[1], args[2], node)
+        compute, result = b.resolve([a.type for a in args])
+        if all(isinstance(a.type, Weak) for a in args) and b.rule != PREDICATE:
+            result = WEAK_FLOAT if concrete(result).is_float else result  # math.sqrt(2) is a Python float
+        if b.rule == PREDICATE and isinstance(compute, Weak):
+            result = WEAK_BOOL
+        return ir.Call(b, [self.convert(a, compute, node) for a in args], result)
+
+
+def _alias(fn):
+    try:
+        return PYTHON_ALIASES.get(fn, fn)
+    except TypeError:  # unhashable
+        return fn
+
+
+def coerce(value, t: Type, wrap: bool = False):
+    """The Python value `value` as type `t` holds it (rounded for floats, wrapped if `wrap`)."""
+    if isinstance(t, Weak):
+        return {"b": bool, "i": int, "f": float}[t.kind](value)
+    if t.kind == "b":
+        return bool(value)
+    if t is T.bf16:
+        bits = _bf16_bits(float(value))
+        return float(np.frombuffer((bits << 16).to_bytes(4, "little"), np.float32)[0])
+    if t.is_float:
+        with np.errstate(over="ignore"):
+            return float(np.array(value, dtype=np.float64).astype(t.dtype))
+    if wrap or isinstance(value, float):
+        lo, hi = t.range()
+        as_int = int(value)
+        return (as_int - lo) % (hi - lo + 1) + lo
+    return int(value)

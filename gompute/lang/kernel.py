@@ -1,0 +1,212 @@
+"""`@g.map_kernel` and `@g.func`: the decorators, and the objects they make.
+
+A `MapKernel` is the user's function plus what gompute knows about it: its signature, its
+`block_size`, one `Specialization` per signature (typed IR, entry points), and the compiled
+image per (backend, arch, signature). A fully annotated kernel is translated at decoration, so
+errors show at import; a generic one (some parameters unannotated) per signature at first use.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ArgumentError, CompileError
+from ..types import ScalarType
+from . import ir
+from .frontend import check_signature, translate
+from .module import EntryPoint, Specialization, module_source
+from .source import Source
+from .types import Type
+
+_IMAGE_FORMAT = {"host": "so", "cuda": "cubin", "hip": "hsaco"}
+
+
+@dataclass(frozen=True)
+class Image:
+    """A compiled module: `data` is what `Compute.load_module` takes."""
+
+    data: bytes
+    format: str  # "so", "ptx", "cubin", "hsaco"
+    backend: str
+    arch: str | None
+    entry_points: tuple[EntryPoint, ...]
+    cache_dir: Path | None  # the cache entry holding source, binary and meta.json
+
+    def entry(self, kind: str = "inplace") -> EntryPoint:
+        for e in self.entry_points:
+            if e.kind == kind:
+                return e
+        raise KeyError(kind)
+
+
+def backend_name(backend) -> str:
+    """ "host", "cuda" or "hip" for a g.Backend member or its name."""
+    name = getattr(backend, "name", backend)
+    name = str(name).lower()
+    if name not in _IMAGE_FORMAT:
+        raise ArgumentError(f"kernels compile for host, cuda or hip, not {backend!r}")
+    return name
+
+
+class Func:
+    """A function kernels can call, made by `@g.func`. Called from Python, it is the plain function."""
+
+    __gompute_func__ = True
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self._src: Source | None = None
+        self._specs: dict[tuple[Type, ...], ir.Function] = {}
+        self._busy: set[tuple[Type, ...]] = set()
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def specialize(self, arg_types: list[Type], error) -> ir.Function:
+        """The typed IR of this function for arguments of `arg_types` (weak types stay weak)."""
+        key = tuple(arg_types)
+        spec = self._specs.get(key)
+        if spec is not None:
+            return spec
+        if key in self._busy:
+            raise error(f"{self.fn.__name__} calls itself; recursion is not supported in kernels")
+        if self._src is None:
+            self._src = Source.of(self.fn)
+        arrays, _, params_class = check_signature(self._src)
+        if params_class is not None:
+            raise self._src.error(
+                self._src.tree, "a @g.func cannot take a params struct; pass the fields it needs"
+            )
+        if len(arrays) != len(arg_types):
+            raise error(f"{self.fn.__name__} takes {len(arrays)} arguments, got {len(arg_types)}")
+        types = [ann if ann is not None else t for (_, ann), t in zip(arrays, arg_types)]
+        self._busy.add(key)
+        try:
+            spec = translate(self._src, types, f"gompute_fn_{self.fn.__name__}", _specialize_call)
+        finally:
+            self._busy.discard(key)
+        self._specs[key] = spec
+        return spec
+
+
+def _specialize_call(gfunc: Func, arg_types, error) -> ir.Function:
+    return gfunc.specialize(arg_types, error)
+
+
+class MapKernel:
+    """An elementwise kernel, made by `@g.map_kernel(block_size=...)`."""
+
+    def __init__(self, fn, block_size: int = 256):
+        if not isinstance(block_size, int) or not 1 <= block_size <= 1024:
+            raise ArgumentError(f"block_size must be an int from 1 to 1024, got {block_size!r}")
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.name = fn.__name__
+        self.block_size = block_size
+        self.src = Source.of(fn)
+        arrays, self.params_name, self.params_class = check_signature(self.src)
+        self.arg_names = [name for name, _ in arrays]
+        self.annotations: tuple[ScalarType | None, ...] = tuple(t for _, t in arrays)
+        self.generic = any(t is None for t in self.annotations)
+        self._specs: dict[tuple[ScalarType, ...], Specialization] = {}
+        self._images: dict[tuple, Image] = {}
+        if not self.generic:
+            self.specialize()
+
+    @property
+    def arity(self) -> int:
+        """The number of array inputs."""
+        return len(self.arg_names)
+
+    def specialize(self, *types: ScalarType) -> Specialization:
+        """The specialization for input element types `types` (none needed for an annotated kernel)."""
+        spec = self._specs.get(types)
+        if spec is not None:
+            return spec
+        types = self._check_types(types)
+        spec = self._specs.get(types)
+        if spec is None:
+            symbol = self.name if not self.generic else f"{self.name}__{'_'.join(t.name for t in types)}"
+            fn = translate(self.src, list(types), f"gompute_kernel_{symbol}", _specialize_call)
+            spec = self._specs[types] = Specialization(symbol, fn, self.block_size)
+        return spec
+
+    def _check_types(self, types: tuple) -> tuple[ScalarType, ...]:
+        if not types:
+            if self.generic:
+                raise ArgumentError(f"{self.name} is generic; give the input types, e.g. .specialize(g.f32)")
+            return self.annotations
+        if len(types) != self.arity:
+            raise ArgumentError(f"{self.name} takes {self.arity} inputs, got {len(types)} types")
+        for name, ann, t in zip(self.arg_names, self.annotations, types):
+            if not isinstance(t, ScalarType):
+                raise ArgumentError(f"{self.name}: the type of {name!r} must be a gompute type, got {t!r}")
+            if ann is not None and ann is not t:
+                raise ArgumentError(f"{self.name}: {name!r} is declared {ann!r}, got {t!r}")
+        return tuple(types)
+
+    def entry_points(self, *types: ScalarType) -> list[EntryPoint]:
+        return self.specialize(*types).entry_points()
+
+    def check_block(self, block) -> None:
+        """Refuse a launch block other than `block_size` threads along x."""
+        dims = (
+            tuple(getattr(block, d, 1) for d in ("x", "y", "z"))
+            if not isinstance(block, int)
+            else (block, 1, 1)
+        )
+        if dims != (self.block_size, 1, 1):
+            raise ArgumentError(
+                f"{self.name} was generated for blocks of {self.block_size} threads "
+                f"(block_size={self.block_size}); launch it with g.Dim3({self.block_size}), "
+                f"not {dims}"
+            )
+
+    def source(self, backend="host", *types: ScalarType) -> str:
+        """The complete generated C++ module of this kernel for `backend`."""
+        return module_source([self.specialize(*types)], backend_name(backend))
+
+    def compile_for(self, backend, arch: str | None = None, *types: ScalarType) -> Image:
+        """The compiled image for `backend` and `arch`: host "so"; cuda "sm_90" → CUBIN, "compute_90"
+        → PTX; hip "gfx90a" → HSACO. A second call costs one dictionary lookup."""
+        key = (backend, arch, types)
+        image = self._images.get(key)
+        if image is None:
+            from ..emit import emitted_image
+
+            spec, name = self.specialize(*types), backend_name(backend)
+            image = emitted_image(spec, name, arch) if not self.generic else None
+            if image is None:
+                image = compile_module([spec], name, arch, spec.name)
+            self._images[key] = image
+        return image
+
+    def __repr__(self) -> str:
+        return f"<map_kernel {self.name} block_size={self.block_size}{' generic' if self.generic else ''}>"
+
+
+def compile_module(specs: list[Specialization], backend: str, arch: str | None, name: str) -> Image:
+    """Compile the module holding `specs` for `backend`/`arch`."""
+    from ..compile import build_image
+
+    source = module_source(specs, backend)
+    data, fmt, cache_dir = build_image(backend, source, arch, name)
+    entries = tuple(e for s in specs for e in s.entry_points())
+    return Image(data, fmt, backend, arch, entries, cache_dir)
+
+
+def map_kernel(fn=None, *, block_size: int = 256):
+    """Make an elementwise kernel from a typed Python function: `@g.map_kernel(block_size=256)`."""
+    if fn is None:
+        return lambda f: MapKernel(f, block_size)
+    return MapKernel(fn, block_size)
+
+
+def func(fn):
+    """Mark a function callable from kernels: `@g.func`."""
+    if isinstance(fn, (MapKernel, Func)):
+        raise CompileError(f"{fn.__name__} is already a kernel or @g.func")
+    return Func(fn)

@@ -1,0 +1,103 @@
+// gompute common prelude: what the generated code needs on every backend, written once against
+// the backend prelude's primitives (GOMPUTE_FN, the bit casts, the f16 conversions).
+//
+// f16 and bf16 values live in float registers, rounded to their 16-bit format after every
+// operation, which gives exactly NumPy's results; they are 16 bits only in memory.
+
+struct gompute_f16 { uint16_t bits; };
+struct gompute_bf16 { uint16_t bits; };
+
+GOMPUTE_FN float gompute_inf_f32() { return gompute_f32_from_bits(0x7f800000u); }
+GOMPUTE_FN float gompute_nan_f32() { return gompute_f32_from_bits(0x7fc00000u); }
+GOMPUTE_FN double gompute_inf_f64() { return gompute_f64_from_bits(0x7ff0000000000000ull); }
+GOMPUTE_FN double gompute_nan_f64() { return gompute_f64_from_bits(0x7ff8000000000000ull); }
+
+// double -> float rounding to odd: a second rounding to 16 bits is then as if done once.
+GOMPUTE_FN float gompute_f32_round_odd(double x) {
+  float f = (float)x;
+  uint32_t b = gompute_bits_f32(f);
+  if ((double)f != x && x == x && !(b & 1u)) b += (fabs((double)f) < fabs(x)) ? 1 : -1;
+  return gompute_f32_from_bits(b);
+}
+
+GOMPUTE_FN uint16_t gompute_bf16_bits_from_f32(float x) {
+  uint32_t b = gompute_bits_f32(x);
+  if (x != x) return (uint16_t)((b >> 16) | 0x40u);
+  return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+GOMPUTE_FN float gompute_f32_from_bf16_bits(uint16_t b) { return gompute_f32_from_bits((uint32_t)b << 16); }
+
+#if defined(GOMPUTE_NEEDS_F16)
+GOMPUTE_FN float gompute_round_f16(float x) { return gompute_f32_from_f16_bits(gompute_f16_bits_from_f32(x)); }
+GOMPUTE_FN float gompute_round_f16_f64(double x) { return gompute_round_f16(gompute_f32_round_odd(x)); }
+GOMPUTE_FN float gompute_load_f16(gompute_f16 h) { return gompute_f32_from_f16_bits(h.bits); }
+GOMPUTE_FN gompute_f16 gompute_store_f16(float x) { gompute_f16 h = {gompute_f16_bits_from_f32(x)}; return h; }
+#endif
+GOMPUTE_FN float gompute_round_bf16(float x) { return gompute_f32_from_bf16_bits(gompute_bf16_bits_from_f32(x)); }
+GOMPUTE_FN float gompute_round_bf16_f64(double x) { return gompute_round_bf16(gompute_f32_round_odd(x)); }
+GOMPUTE_FN float gompute_load_bf16(gompute_bf16 h) { return gompute_f32_from_bf16_bits(h.bits); }
+GOMPUTE_FN gompute_bf16 gompute_store_bf16(float x) { gompute_bf16 h = {gompute_bf16_bits_from_f32(x)}; return h; }
+
+// NaN-propagating, like np.minimum / np.maximum.
+template <typename T> GOMPUTE_FN T gompute_min(T a, T b) { return (a < b || a != a) ? a : b; }
+template <typename T> GOMPUTE_FN T gompute_max(T a, T b) { return (a > b || a != a) ? a : b; }
+
+// Integer operations with NumPy's results: wrapping, floor semantics, x/0 == 0, no traps.
+// U is the unsigned type (>= 32 bits) the arithmetic wraps in.
+template <typename T, typename U> GOMPUTE_FN T gompute_iabs(T a) { return a < 0 ? (T)((U)0 - (U)a) : a; }
+
+template <typename T, typename U> GOMPUTE_FN T gompute_ifloordiv(T a, T b) {
+  if (b == 0) return 0;
+  if ((T)-1 < (T)0 && b == (T)-1) return (T)((U)0 - (U)a);
+  T q = (T)(a / b);
+  T r = (T)(a % b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? (T)(q - 1) : q;
+}
+
+template <typename T> GOMPUTE_FN T gompute_imod(T a, T b) {
+  if (b == 0 || ((T)-1 < (T)0 && b == (T)-1)) return 0;
+  T r = (T)(a % b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? (T)(r + b) : r;
+}
+
+// int64 against uint64, exactly (their common type, f64, would round): the sign of a - b.
+GOMPUTE_FN int gompute_cmp_iu(int64_t a, uint64_t b) { return a < 0 || (uint64_t)a < b ? -1 : (uint64_t)a > b; }
+GOMPUTE_FN int gompute_cmp_iu(uint64_t a, int64_t b) { return -gompute_cmp_iu(b, a); }
+
+// Integer ** with a negative exponent is 1 / base**-e truncated (NumPy raises instead).
+template <typename T, typename U> GOMPUTE_FN T gompute_ipow(T base, T e) {
+  if (e < 0) return base == 1 ? (T)1 : ((T)-1 < (T)0 && base == (T)-1) ? (T)((e & 1) ? -1 : 1) : (T)0;
+  U r = 1, b = (U)base;
+  for (uint64_t n = (uint64_t)e; n; n >>= 1) {
+    if (n & 1) r *= b;
+    b *= b;
+  }
+  return (T)r;
+}
+
+template <typename T, typename U> GOMPUTE_FN T gompute_shl(T a, T n) {
+  return (n < 0 || (uint64_t)n >= sizeof(T) * 8) ? (T)0 : (T)((U)a << n);
+}
+template <typename T> GOMPUTE_FN T gompute_shr(T a, T n) {
+  return (n < 0 || (uint64_t)n >= sizeof(T) * 8) ? (T)(a < 0 ? -1 : 0) : (T)(a >> n);
+}
+
+// Float // and % as NumPy computes them (npy_divmod), so 1.0 // 0.1 == 9.0.
+#define GOMPUTE_FLOAT_DIVMOD(W, T, S)                                             \
+  GOMPUTE_FN T gompute_floordiv_##W(T a, T b) {                                  \
+    if (b == 0) return a / b;                                                    \
+    T mod = fmod##S(a, b);                                                       \
+    T div = (a - mod) / b;                                                       \
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;                            \
+    if (div == 0) return copysign##S((T)0, a / b);                               \
+    T fd = floor##S(div);                                                        \
+    return (div - fd > (T)0.5) ? fd + 1 : fd;                                    \
+  }                                                                              \
+  GOMPUTE_FN T gompute_mod_##W(T a, T b) {                                       \
+    T mod = fmod##S(a, b);                                                       \
+    if (b == 0) return mod;                                                      \
+    if (mod != 0) return ((b < 0) != (mod < 0)) ? mod + b : mod;                 \
+    return copysign##S((T)0, b);                                                 \
+  }
+GOMPUTE_FLOAT_DIVMOD(f32, float, f)
+GOMPUTE_FLOAT_DIVMOD(f64, double, )

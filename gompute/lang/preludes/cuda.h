@@ -1,0 +1,28 @@
+// gompute CUDA prelude (NVRTC): no headers, so the generated code builds wherever NVRTC runs.
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+
+#define GOMPUTE_FN static __device__ __forceinline__
+#define GOMPUTE_GLOBAL extern "C" __global__
+
+GOMPUTE_FN uint32_t gompute_bits_f32(float x) { return __float_as_uint(x); }
+GOMPUTE_FN float gompute_f32_from_bits(uint32_t b) { return __uint_as_float(b); }
+GOMPUTE_FN uint64_t gompute_bits_f64(double x) { return (uint64_t)__double_as_longlong(x); }
+GOMPUTE_FN double gompute_f64_from_bits(uint64_t b) { return __longlong_as_double((long long)b); }
+GOMPUTE_FN float gompute_rsqrt_f32(float x) { return rsqrtf(x); }
+GOMPUTE_FN double gompute_rsqrt_f64(double x) { return rsqrt(x); }
+GOMPUTE_FN uint16_t gompute_f16_bits_from_f32(float x) { uint16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x)); return h; }
+GOMPUTE_FN float gompute_f32_from_f16_bits(uint16_t h) { float x; asm("cvt.f32.f16 %0, %1;" : "=f"(x) : "h"(h)); return x; }
+
+// The grid as one line of threads (block index linear, x fastest, as on the host backend).
+GOMPUTE_FN uint64_t gompute_thread_index() {
+  uint64_t block = blockIdx.x + (uint64_t)gridDim.x * (blockIdx.y + (uint64_t)gridDim.y * blockIdx.z);
+  return block * blockDim.x + threadIdx.x;
+}
+GOMPUTE_FN uint64_t gompute_thread_count() { return (uint64_t)gridDim.x * gridDim.y * gridDim.z * blockDim.x; }

@@ -1,0 +1,23 @@
+// gompute host prelude: the generated code's base layer on the CPU (see lang/preludes/common.h).
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gompute/host_abi.h"
+
+#define GOMPUTE_FN static inline __attribute__((always_inline))
+
+GOMPUTE_FN uint32_t gompute_bits_f32(float x) { uint32_t b; memcpy(&b, &x, 4); return b; }
+GOMPUTE_FN float gompute_f32_from_bits(uint32_t b) { float x; memcpy(&x, &b, 4); return x; }
+GOMPUTE_FN uint64_t gompute_bits_f64(double x) { uint64_t b; memcpy(&b, &x, 8); return b; }
+GOMPUTE_FN double gompute_f64_from_bits(uint64_t b) { double x; memcpy(&x, &b, 8); return x; }
+GOMPUTE_FN float gompute_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }
+GOMPUTE_FN double gompute_rsqrt_f64(double x) { return 1.0 / sqrt(x); }
+
+#if defined(__FLT16_MANT_DIG__)
+// _Float16 conversions compile to the CPU's half-precision instructions where it has them (F16C).
+GOMPUTE_FN uint16_t gompute_f16_bits_from_f32(float x) { _Float16 h = (_Float16)x; uint16_t b; memcpy(&b, &h, 2); return b; }
+GOMPUTE_FN float gompute_f32_from_f16_bits(uint16_t b) { _Float16 h; memcpy(&h, &b, 2); return (float)h; }
+#elif defined(GOMPUTE_NEEDS_F16)
+#error "gompute: this C++ compiler has no _Float16, which f16 kernels need (GCC >= 12 or Clang >= 15 have it)"
+#endif

@@ -1,0 +1,147 @@
+"""The disk cache: hit, miss, corrupt entry, unwritable location, several processes at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from gompute.compile import cache as cache_mod
+from gompute.compile.cache import CacheWarning, DiskCache
+
+
+class Builder:
+    """A build function that counts its calls and writes a source and a binary."""
+
+    def __init__(self, payload: bytes = b"\x7fbinary" * 100):
+        self.calls, self.payload = 0, payload
+
+    def __call__(self, folder: Path) -> None:
+        self.calls += 1
+        (folder / "source.cpp").write_text("int main() {}\n")
+        (folder / "out.bin").write_bytes(self.payload)
+
+
+def test_miss_builds_then_hit_reads_without_building(tmp_path):
+    build = Builder()
+    data, entry = DiskCache(tmp_path).get("k", {"source": "a"}, "out.bin", build)
+    assert data == build.payload and build.calls == 1
+    again, same = DiskCache(tmp_path).get("k", {"source": "a"}, "out.bin", build)  # a fresh process's view
+    assert again == data and same == entry and build.calls == 1
+
+
+def test_another_key_is_another_entry(tmp_path):
+    build = Builder()
+    c = DiskCache(tmp_path)
+    _, a = c.get("k", {"source": "a", "target": "x"}, "out.bin", build)
+    _, b = c.get("k", {"source": "a", "target": "y"}, "out.bin", build)
+    assert a != b and build.calls == 2
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == sorted(
+        [a.name, b.name]
+    )
+
+
+def test_entry_is_a_readable_folder_with_meta(tmp_path):
+    root = tmp_path / "new-cache"
+    _, entry = DiskCache(root).get(
+        "scale_relu", {"source": "x" * 500, "target": "sm_90"}, "out.bin", Builder()
+    )
+    assert entry.parent == root and entry.name.startswith("scale_relu-")
+    assert sorted(p.name for p in entry.iterdir()) == ["meta.json", "out.bin", "source.cpp"]
+    meta = json.loads((entry / "meta.json").read_text())
+    assert meta["binary"] == "out.bin" and set(meta["files"]) == {"out.bin", "source.cpp"}
+    assert meta["key"]["target"] == "sm_90" and meta["key"]["source"].startswith("sha256:")
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700
+    assert not [p for p in root.iterdir() if p.name.startswith(".tmp-")]
+
+
+@pytest.mark.parametrize("damage", ["truncate binary", "flip source", "drop meta", "garbage meta"])
+def test_corrupt_entry_is_rebuilt(tmp_path, damage):
+    build = Builder()
+    c = DiskCache(tmp_path)
+    _, entry = c.get("k", {"source": "a"}, "out.bin", build)
+    if damage == "truncate binary":
+        (entry / "out.bin").write_bytes(b"\x7fbin")
+    elif damage == "flip source":
+        (entry / "source.cpp").write_text("changed")
+    elif damage == "drop meta":
+        (entry / "meta.json").unlink()
+    else:
+        (entry / "meta.json").write_text("{not json")
+    data, again = c.get("k", {"source": "a"}, "out.bin", build)
+    assert data == build.payload and again == entry and build.calls == 2
+    assert c.get("k", {"source": "a"}, "out.bin", build)[0] == build.payload and build.calls == 2
+
+
+def test_unwritable_location_falls_back_with_one_warning(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv(cache_mod.ENV_VAR, str(blocker / "cache"))  # a folder cannot be made under a file
+    c = DiskCache()
+    with pytest.warns(CacheWarning, match="cannot write its kernel cache") as record:
+        data, entry = c.get("k", {"source": "a"}, "out.bin", Builder())
+    assert len(record) == 1 and data == Builder().payload
+    assert not str(entry).startswith(str(blocker)) and stat.S_IMODE(c.root.stat().st_mode) == 0o700
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        c.get("k2", {"source": "b"}, "out.bin", Builder())  # no second warning
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes to read-only folders")
+def test_read_only_location_falls_back(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir(mode=0o500)
+    with pytest.warns(CacheWarning):
+        _, entry = DiskCache(ro).get("k", {"source": "a"}, "out.bin", Builder())
+    assert ro not in entry.parents
+
+
+def test_env_var_overrides_the_location(tmp_path, monkeypatch):
+    monkeypatch.setenv(cache_mod.ENV_VAR, str(tmp_path / "here"))
+    assert cache_mod.default_cache().root == tmp_path / "here"
+
+
+_WORKER = textwrap.dedent("""
+    import os, sys, time
+    from gompute.compile.cache import DiskCache
+    root, log, go = sys.argv[1:4]
+    while not os.path.exists(go):
+        time.sleep(0.002)
+    def build(folder):
+        with open(log, "a") as f:
+            f.write(f"{os.getpid()}\\n")
+        time.sleep(0.3)
+        (folder / "out.bin").write_bytes(b"made once" * 1000)
+    data, entry = DiskCache(root).get("k", {"source": "shared"}, "out.bin", build)
+    print(entry, len(data))
+""")
+
+
+def test_several_processes_build_one_entry_once(tmp_path):
+    script, log, go = tmp_path / "worker.py", tmp_path / "builds.log", tmp_path / "go"
+    script.write_text(_WORKER)
+    root = tmp_path / "cache"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(root), str(log), str(go)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(4)
+    ]
+    time.sleep(0.5)  # let every worker start and wait at the gate
+    go.write_text("")
+    outputs = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert len(set(outputs)) == 1 and outputs[0].endswith(str(len(b"made once" * 1000)))
+    assert len(log.read_text().splitlines()) == 1
+    assert [p.name for p in root.iterdir() if not p.name.startswith(".")] == [
+        Path(outputs[0].split()[0]).name
+    ]
+    assert not [p for p in root.iterdir() if p.name.startswith((".tmp-", ".trash-"))]

@@ -1,0 +1,69 @@
+"""Finding the host C++ compiler, what goes into its cache key, and its failures."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import stat
+
+import pytest
+
+from gompute.compile import DiskCache, host
+from gompute.errors import CompileError
+
+SOURCE = '#include "gompute/host_abi.h"\nGOMPUTE_HOST_KERNEL(noop) { (void)launch; }\n'
+
+
+@pytest.fixture
+def logging_cxx(tmp_path):
+    """A $CXX that records each call and hands it to the real compiler."""
+    real = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+    if real is None:
+        pytest.skip("no C++ compiler on PATH")
+    log = tmp_path / "calls.log"
+    wrapper = tmp_path / "logging-c++"
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {real} "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+    return wrapper, log
+
+
+def test_cxx_is_used_first_and_is_part_of_the_key(tmp_path, monkeypatch, logging_cxx):
+    wrapper, log = logging_cxx
+    monkeypatch.setenv("CXX", str(wrapper))
+    compiler = host.find_compiler()
+    assert compiler.command == (str(wrapper),) and compiler.version and compiler.target_cpu
+    data, entry = host.compile_shared_object("noop", SOURCE, DiskCache(tmp_path))
+    assert data[:4] == b"\x7fELF" and (entry / "source.cpp").read_text() == SOURCE
+    call = log.read_text().splitlines()[-1]
+    for flag in ("-O3", "-march=native", "-shared", "-fPIC", "-fvisibility=hidden"):
+        assert flag in call.split()
+    monkeypatch.delenv("CXX")
+    _, other = host.compile_shared_object("noop", SOURCE, DiskCache(tmp_path))
+    assert other != entry  # another compiler identity, another entry
+
+
+def test_a_missing_cxx_falls_back_to_the_system_compiler(monkeypatch):
+    monkeypatch.setenv("CXX", "/nonexistent/c++")
+    assert host.find_compiler().command[0] != "/nonexistent/c++"
+
+
+def test_no_compiler_at_all_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(host.importlib.util, "find_spec", lambda name: None)  # and no ziglang wheel
+    with pytest.raises(CompileError, match="apt install g\\+\\+.*pip install ziglang"):
+        host.find_compiler()
+
+
+def test_compiler_failure_carries_the_log_and_keeps_the_source(tmp_path):
+    with pytest.raises(CompileError) as info:
+        host.compile_shared_object("broken", SOURCE + "this is not C++;\n", DiskCache(tmp_path))
+    message = str(info.value)
+    assert "a gompute bug" in message and "this is not C++" in message
+    path = re.search(r"source: (\S+)", message).group(1)
+    assert open(path).read().endswith("this is not C++;\n") and "/failed/" in path
+
+
+def test_target_cpu_is_what_march_native_means():
+    cpu = host.find_compiler().target_cpu
+    assert cpu and " " not in cpu

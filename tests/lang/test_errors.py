@@ -1,0 +1,268 @@
+"""Every construct outside the language is refused with a CompileError that names the construct,
+the function, the file and the line, and shows the line with a caret.
+
+Each function below is plain Python, decorated only inside the test; the line the error must
+point at carries the comment `# refused`.
+"""
+
+# ruff: noqa: F841, F821, E731, PLR0124 - these functions are never run, only refused
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import gompute.lang as g
+from gompute.errors import CompileError
+
+LIMIT = [1, 2]
+
+
+def subscript(x: g.f32) -> g.f32:
+    return x[0]  # refused
+
+
+def list_literal(x: g.f32) -> g.f32:
+    y = [x, x]  # refused
+    return x
+
+
+def comprehension(x: g.f32) -> g.f32:
+    return sum([x for _ in range(3)])  # refused
+
+
+def lambda_expr(x: g.f32) -> g.f32:
+    f = lambda v: v  # refused
+    return x
+
+
+def string_constant(x: g.f32) -> g.f32:
+    y = "text"  # refused
+    return x
+
+
+def walrus(x: g.f32) -> g.f32:
+    return (y := x)  # refused
+
+
+def is_operator(x: g.f32) -> g.bool_:
+    return x is x  # refused
+
+
+def try_statement(x: g.f32) -> g.f32:
+    try:  # refused
+        return x
+    except Exception:
+        return x
+
+
+def with_statement(x: g.f32) -> g.f32:
+    with x:  # refused
+        return x
+
+
+def raise_statement(x: g.f32) -> g.f32:
+    raise ValueError(x)  # refused
+
+
+def nested_def(x: g.f32) -> g.f32:
+    def inner(v):  # refused
+        return v
+
+    return x
+
+
+def for_over_list(x: g.f32) -> g.f32:
+    for v in LIMIT:  # refused
+        x += v
+    return x
+
+
+def while_else(x: g.i32) -> g.i32:
+    while x > 0:  # refused
+        x -= 1
+    else:
+        x = 1
+    return x
+
+
+def keyword_argument(x: g.f32) -> g.f32:
+    return g.clamp(x, lo=0, hi=1)  # refused
+
+
+def unknown_call(x: g.f32) -> g.f32:
+    return print(x)  # refused
+
+
+def undefined_name(x: g.f32) -> g.f32:
+    return x + nowhere  # refused
+
+
+def non_number_global(x: g.f32) -> g.f32:
+    return x + LIMIT  # refused
+
+
+def assign_params_field(x: g.f32, p: g.Params) -> g.f32:
+    p.scale = x  # refused
+    return x
+
+
+def assign_element(x: g.f32) -> g.f32:
+    x[0] = 1  # refused
+    return x
+
+
+def tuple_unpacking(x: g.f32) -> g.f32:
+    a, b = x, x  # refused
+    return a
+
+
+def bare_return(x: g.f32) -> g.f32:
+    return  # refused
+
+
+def falls_off_the_end(x: g.f32) -> g.f32:  # refused
+    if x > 0:
+        return x
+
+
+def returns_disagree(x: g.f32, n: g.i32):
+    if x > 0:
+        return x
+    return n  # refused
+
+
+def literal_out_of_range(x: g.i8) -> g.i8:
+    return x + 300  # refused
+
+
+def bool_arithmetic(a: g.bool_, b: g.bool_) -> g.bool_:
+    return a + b  # refused
+
+
+def bitwise_on_floats(x: g.f32) -> g.f32:
+    return x & 1  # refused
+
+
+def wrong_arity(x: g.f32) -> g.f32:
+    return g.sqrt(x, x)  # refused
+
+
+def widening_an_argument(x: g.i32) -> g.i32:
+    x = x / 2  # refused
+    return x
+
+
+def used_before_assignment(x: g.f32) -> g.f32:
+    for i in range(3):
+        if i > 0:
+            y = z + 1  # refused
+        z = y
+    return x
+
+
+def star_args(*xs: g.f32) -> g.f32:  # refused
+    return 0
+
+
+def matmul(x: g.f32) -> g.f32:
+    return x @ x  # refused
+
+
+def zero_step(x: g.i32) -> g.i32:
+    for i in range(0, 10, 0):  # refused
+        x += i
+    return x
+
+
+def bad_annotation(x: int) -> g.f32:  # refused
+    return x
+
+
+def expression_statement(x: g.f32) -> g.f32:
+    g.sqrt(x)  # refused
+    return x
+
+
+@g.func
+def recursive(v):
+    return recursive(v - 1)  # refused
+
+
+def calls_recursive(x: g.i32) -> g.i32:
+    return recursive(x)
+
+
+def generic_bad(a):
+    return a % "x"  # refused
+
+
+CASES = [
+    (subscript, "subscripting"),
+    (list_literal, "a list"),
+    (comprehension, "a list comprehension"),
+    (lambda_expr, "a lambda"),
+    (string_constant, "'text' is not a number"),
+    (walrus, "walrus"),
+    (is_operator, "'is'"),
+    (try_statement, "try"),
+    (with_statement, "with"),
+    (raise_statement, "raise"),
+    (nested_def, "a nested def"),
+    (for_over_list, "range(...)"),
+    (while_else, "while ... else"),
+    (keyword_argument, "keyword arguments"),
+    (unknown_call, "calling print"),
+    (undefined_name, "'nowhere'"),
+    (non_number_global, "not a number"),
+    (assign_params_field, "params are read-only"),
+    (assign_element, "assigning to an element"),
+    (tuple_unpacking, "a tuple"),
+    (bare_return, "must return a value"),
+    (falls_off_the_end, "without returning"),
+    (returns_disagree, "g.i32"),
+    (literal_out_of_range, "300"),
+    (bool_arithmetic, "two bools"),
+    (bitwise_on_floats, "bitwise"),
+    (wrong_arity, "takes 1 arguments, got 2"),
+    (widening_an_argument, "would change its type"),
+    (used_before_assignment, "'z' is used before"),
+    (star_args, "*args"),
+    (matmul, "@"),
+    (zero_step, "must not be zero"),
+    (bad_annotation, "annotate it"),
+    (expression_statement, "no effect"),
+    (generic_bad, "not a number"),
+]
+
+
+def _refused_line(fn) -> int:
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if "# refused" in line)
+
+
+@pytest.mark.parametrize("fn, fragment", CASES, ids=[c[0].__name__ for c in CASES])
+def test_refused_construct_points_at_the_line(fn, fragment):
+    with pytest.raises(CompileError) as info:
+        kernel = g.map_kernel(fn)
+        kernel.specialize(g.f32)  # reached by generic kernels only
+    err = info.value
+    message = str(err)
+    assert fragment in message
+    assert err.filename == __file__ and err.lineno == _refused_line(fn)
+    assert f"in {fn.__name__!r} ({__file__}:{err.lineno})" in message
+    source_line, caret_line = message.splitlines()[-2:]
+    line_text = inspect.getsourcelines(fn)[0][err.lineno - inspect.getsourcelines(fn)[1]].rstrip()
+    assert source_line.strip() == line_text.strip()
+    assert caret_line.strip() == "^" and len(caret_line) - 4 <= len(line_text)
+
+
+def test_recursion_in_a_func_is_refused():
+    with pytest.raises(CompileError, match="recursion is not supported") as info:
+        g.map_kernel(calls_recursive)
+    assert info.value.lineno == _refused_line(recursive.fn)
+
+
+def test_calling_a_builtin_outside_a_kernel_says_where_it_belongs():
+    with pytest.raises(CompileError, match="inside a @g.map_kernel"):
+        g.sqrt(2.0)

@@ -1,0 +1,130 @@
+"""The kernel objects: what `@g.map_kernel` and `@g.func` record, promotion rules against NumPy,
+and the compilers' refusals where they are absent."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import gompute.lang as g
+from gompute import types as T
+from gompute.compile import hiprtc
+from gompute.dim3 import Dim3
+from gompute.errors import ArgumentError, CompileError
+from gompute.lang.types import WEAK_BOOL, WEAK_FLOAT, WEAK_INT, concrete, float_of, promote
+
+from . import sample_kernels as S
+
+NUMPY_TYPES = [t for t in T.ALL_TYPES if t.dtype is not None]
+
+
+@pytest.mark.parametrize("a, b", itertools.product(NUMPY_TYPES, NUMPY_TYPES), ids=lambda t: t.name)
+def test_promotion_is_numpys(a, b):
+    assert promote(a, b).dtype == np.result_type(a.dtype, b.dtype)
+
+
+@pytest.mark.parametrize("t", NUMPY_TYPES, ids=lambda t: t.name)
+def test_python_scalars_are_weak_as_in_numpy_2(t):
+    x = np.zeros(1, t.dtype)
+    assert concrete_dtype(promote(t, WEAK_INT)) == (x + 1).dtype
+    assert concrete_dtype(promote(t, WEAK_FLOAT)) == (x + 1.5).dtype
+    assert concrete_dtype(promote(t, WEAK_BOOL)) == (x + True).dtype
+    assert float_of(t).dtype == np.sqrt(x).dtype
+
+
+def concrete_dtype(t):
+    return concrete(t).dtype
+
+
+def test_bf16_promotes_like_f16_does():
+    assert promote(T.bf16, T.i8) is T.bf16 and promote(T.bf16, T.f16) is T.f32
+    assert promote(T.bf16, T.i32) is T.f64 and promote(T.bf16, WEAK_FLOAT) is T.bf16
+
+
+def test_kernel_records_entry_points_layout_and_block_size():
+    k = S.collatz
+    assert k.block_size == 128 and k.arity == 1 and not k.generic
+    (entry,) = k.entry_points()
+    assert entry.symbol == "collatz" and entry.kind == "map" and entry.arity == 3
+    assert [(a.name, a.kind, a.type) for a in entry.args] == [
+        ("in0", "pointer", T.i64),
+        ("out", "pointer", T.i32),
+        ("len", "len", T.u64),
+    ]
+    inplace, mapped = S.scale_relu.entry_points()
+    assert inplace.args[-1].type is S.Params and inplace.args[-1].nbytes == 4
+    assert mapped.symbol == "scale_relu__out" and [a.name for a in mapped.args] == [
+        "in0",
+        "out",
+        "len",
+        "params",
+    ]
+
+
+def test_a_launch_with_another_block_size_is_refused():
+    S.scale_relu.check_block(Dim3(256))
+    S.scale_relu.check_block(256)
+    with pytest.raises(ArgumentError, match="blocks of 256 threads"):
+        S.scale_relu.check_block(Dim3(128))
+    with pytest.raises(ArgumentError, match="blocks of 256 threads"):
+        S.scale_relu.check_block(Dim3(256, 2))
+
+
+def test_block_size_must_be_sensible():
+    with pytest.raises(ArgumentError, match="block_size"):
+        g.map_kernel(block_size=0)(S.square.fn)
+
+
+def test_second_compile_is_a_lookup():
+    first = S.scale_relu.compile_for("host")
+    assert S.scale_relu.compile_for("host") is first
+    assert first.entry("inplace").symbol == "scale_relu" and first.format == "so"
+
+
+def test_generic_kernel_needs_types_and_checks_them():
+    with pytest.raises(ArgumentError, match="generic"):
+        S.generic_mix.specialize()
+    with pytest.raises(ArgumentError, match="takes 2 inputs"):
+        S.generic_mix.specialize(T.f32)
+    with pytest.raises(ArgumentError, match="declared g.f32"):
+        S.scale_relu.specialize(T.f64)
+
+
+def test_func_is_plain_python_when_called_from_python():
+    assert S.square(3) == 9 and S.collatz_steps(6) == 8
+
+
+def test_module_constants_are_captured_in_the_source():
+    source = S.loops.source("host")
+    assert "0.5f" in source  # OFFSET
+    assert "(k >= 3LL)" in source  # SCALE
+
+
+@pytest.mark.skipif(hiprtc.available(), reason="hiprtc is installed here")
+def test_hip_without_hiprtc_says_what_to_install():
+    with pytest.raises(CompileError, match="install ROCm"):
+        S.scale_relu.compile_for("hip", "gfx90a")
+
+
+def test_hip_arch_is_checked():
+    with pytest.raises(CompileError, match="not an AMD GPU arch"):
+        hiprtc.check_arch("sm_90")
+    hiprtc.check_arch("gfx90a")
+    hiprtc.check_arch("gfx942:sramecc+:xnack-")
+
+
+def test_unknown_backend_is_refused():
+    with pytest.raises(ArgumentError, match="host, cuda or hip"):
+        S.scale_relu.compile_for("metal")
+
+
+def test_an_annotated_local_keeps_its_type():
+    def k(x: g.i32) -> g.i32:
+        y: g.i16 = x
+        y += 1
+        return y * 2
+
+    fn = g.map_kernel(k).specialize().function
+    assert fn.locals == {"y": T.i16} and fn.body[-1].value.type is T.i32  # i16 * 2, converted on return
