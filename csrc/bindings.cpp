@@ -144,11 +144,12 @@ std::vector<const Arg*> to_args(const py::sequence& args) {
   return out;
 }
 
-void launch(Kernel& k, py::handle grid, py::handle block, uint32_t shared_bytes, py::sequence args, Stream* stream) {
+void launch(Kernel& k, py::handle grid, py::handle block, uint32_t shared_bytes, py::sequence args, Stream* stream,
+            bool wait) {
   Dim3 g = to_dim3(grid), b = to_dim3(block);
   std::vector<const Arg*> list = to_args(args);
   py::gil_scoped_release release;
-  k.launch(g, b, shared_bytes, list, stream);
+  k.launch(g, b, shared_bytes, list, stream, wait);
 }
 
 void check_stream_device(const Buffer& b, const Stream& s) {
@@ -251,9 +252,8 @@ PYBIND11_MODULE(_core, m) {
       .def("device_addr", &Buffer::device_addr, "The raw device pointer, for kernels that take it as a scalar.")
       .def("arg_ptr", [](const Buffer& b) { return Arg(b); }, "The buffer as a kernel argument.")
       .def("_device", [](const Buffer& b) { return Device{b.context()}; })
-      .def("view_bytes", [](const Buffer& b, size_t offset, size_t nbytes) {
-             return Buffer(b.allocation(), b.offset() + offset, nbytes);
-           }, py::arg("offset"), py::arg("nbytes"), "nbytes of this buffer from offset, sharing its memory.")
+      .def("view_bytes", &Buffer::slice, py::arg("offset"), py::arg("nbytes"),
+           "nbytes of this buffer from offset, untyped, sharing its memory (and its read-only flag and stream).")
       .def("upload", upload, py::arg("src"), py::arg("nbytes") = py::none(), py::arg("offset") = 0,
            py::arg("stream") = nullptr, "Host -> device: nbytes (default: all of src) at offset.")
       .def(
@@ -367,12 +367,14 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("arity", [](const Kernel& k) -> py::object {
         return k.arity() < 0 ? py::none() : py::object(py::int_(k.arity()));
       })
-      .def("launch", launch, py::arg("grid"), py::arg("block"), py::arg("shared_bytes"), py::arg("args"), py::arg("stream") = nullptr,
-          "Queues a launch (on the default stream unless `stream` is given); does not wait for it.")
+      .def("launch", launch, py::arg("grid"), py::arg("block"), py::arg("shared_bytes"), py::arg("args"),
+           py::arg("stream") = nullptr, py::arg("wait") = false,
+           "Queues a launch (on the default stream unless `stream` is given). With wait=True it returns once\n"
+           "the kernel has run, raising SyncFailed for a fault.")
       .def(
           "launch_on_stream",
           [](Kernel& k, py::handle grid, py::handle block, uint32_t shared_bytes, py::sequence args, Stream& stream) {
-            launch(k, grid, block, shared_bytes, args, &stream);
+            launch(k, grid, block, shared_bytes, args, &stream, false);
           },
           py::arg("grid"), py::arg("block"), py::arg("shared_bytes"), py::arg("args"), py::arg("stream"));
   py::class_<Device>(m, "Device")

@@ -100,8 +100,11 @@ class Driver {
 
   // args[i] points at argument i's storage, arg_sizes[i] bytes; the storage may be
   // reused as soon as launch returns (the GPU drivers copy it, so must the host).
+  // `caller_waits`: the caller synchronizes the stream right after, so the launch may
+  // run on the calling thread if that is quicker.
   virtual void launch(FunctionHandle fn, Dim3 grid, Dim3 block, uint32_t shared_bytes, StreamHandle stream,
-                      void* const* args, const size_t* arg_sizes, size_t nargs, KeepAlive keep) = 0;
+                      void* const* args, const size_t* arg_sizes, size_t nargs, KeepAlive keep,
+                      bool caller_waits) = 0;
   virtual void device_synchronize() = 0;
 
   // The text of the most recent failure on the calling thread, or "".

@@ -233,7 +233,7 @@ class CudaDriver final : public Driver {
   }
 
   void launch(FunctionHandle fn, Dim3 g, Dim3 b, uint32_t shared, StreamHandle s, void* const* args, const size_t*,
-              size_t, KeepAlive) override {
+              size_t, KeepAlive, bool) override {
     check(api_.cuLaunchKernel(fn, g.x, g.y, g.z, b.x, b.y, b.z, shared, s, const_cast<void**>(args), nullptr),
           "cuLaunchKernel",
           ErrorKind::LaunchFailed);

@@ -216,7 +216,7 @@ class HipDriver final : public Driver {
   std::vector<std::string> module_function_names(ModuleHandle) override { return {}; }
 
   void launch(FunctionHandle fn, Dim3 g, Dim3 b, uint32_t shared, StreamHandle s, void* const* args, const size_t*,
-              size_t, KeepAlive) override {
+              size_t, KeepAlive, bool) override {
     check(api_.hipModuleLaunchKernel(fn, g.x, g.y, g.z, b.x, b.y, b.z, shared, s, const_cast<void**>(args), nullptr),
           "hipModuleLaunchKernel",
           ErrorKind::LaunchFailed);

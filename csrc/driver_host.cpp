@@ -288,7 +288,7 @@ class HostDriver final : public Driver {
   int function_arg_count(FunctionHandle fn) override { return static_cast<HostFunction*>(fn)->arity; }
 
   void launch(FunctionHandle fn, Dim3 grid, Dim3 block, uint32_t shared_bytes, StreamHandle s, void* const* args,
-              const size_t* arg_sizes, size_t nargs, KeepAlive keep) override {
+              const size_t* arg_sizes, size_t nargs, KeepAlive keep, bool caller_waits) override {
     auto* f = static_cast<HostFunction*>(fn);
     if (f->arity >= 0 && size_t(f->arity) != nargs)
       fail(ErrorKind::LaunchFailed, "HOST_ARG_COUNT",
@@ -307,15 +307,15 @@ class HostDriver final : public Driver {
     const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
     const uint64_t threads = blocks * block.x * block.y * block.z;
     const bool small = threads <= kInlineThreads;
-    // Always queued, never run on the caller: a kernel may wait for something the host
-    // does after launch returns, exactly as on a GPU.
+    // Queued, never run on the caller, unless the caller waits for it anyway: otherwise
+    // a kernel may wait for something the host does after launch returns, as on a GPU.
     hs.queue.submit(
         [this, f, grid, block, shared_bytes, storage, offsets, blocks, small, &hs, keep] {
           std::vector<void*> pointers(offsets.size());
           for (size_t i = 0; i < offsets.size(); ++i) pointers[i] = storage->data() + offsets[i];
           run_grid(*f, grid, block, shared_bytes, pointers, blocks, small, hs.fault);
         },
-        false);
+        caller_waits);
   }
 
   // Waits for every stream; the first fault found is reported, the others are cleared.

@@ -120,7 +120,8 @@ py::capsule make_capsule(const Buffer& buffer, uint64_t flags) {
   return py::reinterpret_steal<py::capsule>(capsule);
 }
 
-// A contiguous copy of `buffer` on `ctx` (its own device, or the host), typed alike.
+// A copy of the bytes `buffer`'s elements touch, on `ctx` (its own device, or the host),
+// read through the same layout.
 Buffer copy_to(const Buffer& buffer, const std::shared_ptr<Context>& ctx) {
   Layout layout = buffer.layout();
   auto [lo, hi] = layout.extent();
@@ -297,7 +298,8 @@ py::capsule to_dlpack(const Buffer& buffer, py::handle stream, py::handle max_ve
   }
   order_for_consumer(source, stream);
   bool copied = must_copy;
-  uint64_t flags = (buffer.readonly() ? DLPACK_FLAG_BITMASK_READ_ONLY : 0) | (copied ? DLPACK_FLAG_BITMASK_IS_COPIED : 0);
+  // A copy is the consumer's own, so it is writable whatever the original was.
+  uint64_t flags = copied ? DLPACK_FLAG_BITMASK_IS_COPIED : (buffer.readonly() ? DLPACK_FLAG_BITMASK_READ_ONLY : 0);
   if (versioned) return make_capsule<DLManagedTensorVersioned>(source, flags);
   if (buffer.readonly() && !copied)
     buffer_error("a read-only buffer can only be exported as DLPack 1.0 (ask with max_version=(1, 0))");

@@ -297,6 +297,18 @@ Buffer Buffer::view(Layout layout) const {
   return b;
 }
 
+Buffer Buffer::slice(size_t offset, size_t nbytes) const {
+  allocation();
+  if (offset > nbytes_ || nbytes > nbytes_ - offset)
+    raise(ErrorKind::ArgumentError, "bytes [" + std::to_string(offset) + ", " + std::to_string(offset + nbytes) +
+                                        ") reach outside this " + std::to_string(nbytes_) + "-byte buffer");
+  Buffer b = *this;
+  b.offset_ += offset;
+  b.nbytes_ = nbytes;
+  b.layout_.reset();
+  return b;
+}
+
 DevicePtr Buffer::data_addr() const {
   DevicePtr base = device_addr();
   return base ? base + layout().origin : 0;
@@ -471,12 +483,12 @@ Kernel Module::get_kernel(const std::string& name) const {
 }
 
 Arg::Arg(const Buffer& buffer) : alloc_(buffer.allocation()) {
-  DevicePtr addr = buffer.device_addr();
+  DevicePtr addr = buffer.data_addr();  // element 0 of a typed view; the start of an untyped buffer
   bytes_.assign(reinterpret_cast<const char*>(&addr), sizeof addr);
 }
 
 void Kernel::launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vector<const Arg*>& args,
-                    Stream* stream) {
+                    Stream* stream, bool wait) {
   if (!module_) raise(ErrorKind::InvalidHandle, "this Kernel was deinit()ed; get it again with module.get_kernel");
   Context& ctx = *module_->ctx;
   ctx.enter();
@@ -501,8 +513,10 @@ void Kernel::launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vec
   }
   StreamHandle s = stream_handle(stream, ctx);
   KeepAlive keep = allocations.empty() ? nullptr : std::make_shared<std::vector<KeepAlive>>(std::move(allocations));
-  ctx.drv().launch(fn_, grid, block, shared_bytes, s, pointers.data(), sizes.data(), pointers.size(), std::move(keep));
+  ctx.drv().launch(fn_, grid, block, shared_bytes, s, pointers.data(), sizes.data(), pointers.size(), std::move(keep),
+                   wait);
   stats().launches++;
+  if (wait) ctx.drv().stream_synchronize(s);
 }
 
 }  // namespace gompute

@@ -122,6 +122,8 @@ class Buffer {
 
   // The same bytes read through `layout`; refused if an element falls outside them.
   Buffer view(Layout layout) const;
+  // `nbytes` of these bytes from `offset`, untyped.
+  Buffer slice(size_t offset, size_t nbytes) const;
   Layout layout() const { return layout_ ? *layout_ : Layout::bytes(nbytes_); }
   bool typed() const { return layout_.has_value(); }
   // Where element 0 is: device_addr() + layout().origin.
@@ -256,7 +258,10 @@ class Kernel {
   const std::string& name() const { return name_; }
   int arity() const { return arity_; }  // -1: unknown
   void deinit() { module_.reset(); }
-  void launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vector<const Arg*>& args, Stream* stream);
+  // Queues the launch on `stream` (nullptr: the default stream); with `wait`, returns
+  // once it has run (a fault then raises SyncFailed here).
+  void launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vector<const Arg*>& args, Stream* stream,
+              bool wait = false);
 
  private:
   std::shared_ptr<ModuleState> module_;

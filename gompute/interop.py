@@ -50,8 +50,10 @@ def asbuffer(obj, *, stream=None) -> _core.Buffer:
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
         return _from_cuda_array_interface(obj, cai, what)
-    if hasattr(obj, "__array_interface__") or _has_buffer_protocol(obj):
+    if hasattr(obj, "__array_interface__"):
         return _from_array_interface(np.asarray(obj), what)
+    if _has_buffer_protocol(obj):  # bytes, bytearray, memoryview, ...: their bytes as they are
+        return _from_array_interface(np.asarray(memoryview(obj)), what)
     raise ArgumentError(
         f"{what} speaks no array protocol gompute reads (__dlpack__, __cuda_array_interface__, "
         "__array_interface__ or the buffer protocol); convert it with np.asarray first if a copy is fine"
@@ -68,7 +70,8 @@ def from_dlpack(obj, *, stream=None) -> _core.Buffer:
 def _from_dlpack(obj, stream, what: str) -> _core.Buffer:
     device_type, device_id = _dlpack_device(obj)
     gpu = device_type in (DL_CUDA, DL_CUDA_MANAGED, DL_ROCM)
-    handle = stream_handle(stream) if stream is not None else (_LEGACY_STREAM if gpu else None)
+    # CPU producers take no stream (DLPack and the array API require None there).
+    handle = (stream_handle(stream) if stream is not None else _LEGACY_STREAM) if gpu else None
     try:
         capsule = obj.__dlpack__(stream=handle, max_version=(1, 0))
     except TypeError:  # a producer from before DLPack 1.0's keywords
