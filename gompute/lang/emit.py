@@ -20,7 +20,7 @@ C_KEYWORDS = frozenset(
     "not not_eq nullptr operator or or_eq private protected public register reinterpret_cast return short "
     "signed sizeof static static_assert static_cast struct switch template this thread_local throw true "
     "try typedef typeid typename union unsigned using virtual void volatile wchar_t while xor xor_eq "
-    "main len params data out restrict".split()
+    "main len params data out restrict strides".split()
 )
 _C_BINOP = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "and": "&", "or": "|", "xor": "^"}
 _C_CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}

@@ -18,7 +18,7 @@ from . import ir
 from .frontend import check_signature, translate
 from .module import EntryPoint, Specialization, module_source
 from .source import Source
-from .types import Type
+from .types import Type, converts_exactly
 
 _IMAGE_FORMAT = {"host": "so", "cuda": "cubin", "hip": "hsaco"}
 
@@ -112,6 +112,7 @@ class MapKernel:
         self.annotations: tuple[ScalarType | None, ...] = tuple(t for _, t in arrays)
         self.generic = any(t is None for t in self.annotations)
         self._specs: dict[tuple[ScalarType, ...], Specialization] = {}
+        self._variants: dict[tuple, Specialization] = {}
         self._images: dict[tuple, Image] = {}
         if not self.generic:
             self.specialize()
@@ -133,6 +134,62 @@ class MapKernel:
             fn = translate(self.src, list(types), f"gompute_kernel_{symbol}", _specialize_call)
             spec = self._specs[types] = Specialization(symbol, fn, self.block_size)
         return spec
+
+    def variant(
+        self, in_storage: tuple[ScalarType, ...], out_storage: ScalarType | None = None
+    ) -> Specialization:
+        """The specialization reading inputs stored as `in_storage` and writing an output stored as
+        `out_storage` (None: the return type), converting each exactly; a second call is a
+        dictionary lookup.
+
+        An annotated parameter takes an array of any type that converts to it exactly (NumPy's
+        "safe" casting: an int16 array into `x: g.f32`), a generic one takes the array's type;
+        `out_storage` must hold every value of the return type exactly. With storage equal to the
+        kernel's own types this is `specialize(...)`, same symbols; otherwise the symbols carry
+        `__from_<types>` and/or `__to_<type>`.
+        """
+        try:
+            return self._variants[in_storage, out_storage]
+        except (KeyError, TypeError):  # TypeError: a list, not a tuple
+            pass
+        in_storage = tuple(in_storage)
+        spec = self._variants[in_storage, out_storage] = self._make_variant(in_storage, out_storage)
+        return spec
+
+    def _make_variant(self, in_storage: tuple, out_storage: ScalarType | None) -> Specialization:
+        if len(in_storage) != self.arity:
+            raise ArgumentError(f"{self.name} takes {self.arity} inputs, got {len(in_storage)} storage types")
+        types = []
+        for name, ann, t in zip(self.arg_names, self.annotations, in_storage):
+            if not isinstance(t, ScalarType):
+                raise ArgumentError(
+                    f"{self.name}: the storage type of {name!r} must be a gompute type, got {t!r}"
+                )
+            if ann is not None and not converts_exactly(t, ann):
+                raise ArgumentError(
+                    f"{self.name}: {name} is declared {ann.name}; an array of {_dtype_name(t)} does not convert to it "
+                    f"exactly — convert it with {_astype(ann)}"
+                )
+            types.append(ann if ann is not None else t)
+        spec = self.specialize(*types) if self.generic else self.specialize()
+        out_storage = spec.out_type if out_storage is None else out_storage
+        if not isinstance(out_storage, ScalarType):
+            raise ArgumentError(
+                f"{self.name}: the output storage type must be a gompute type, got {out_storage!r}"
+            )
+        if not converts_exactly(spec.out_type, out_storage):
+            raise ArgumentError(
+                f"{self.name} returns {spec.out_type.name}; an output array of {_dtype_name(out_storage)} cannot hold "
+                f"its results exactly — pass an out= array of {spec.out_type.name} (or of a wider type)"
+            )
+        if in_storage == tuple(spec.in_types) and out_storage is spec.out_type:
+            return spec
+        symbol = spec.name
+        if in_storage != tuple(spec.in_types):
+            symbol += f"__from_{'_'.join(t.name for t in in_storage)}"
+        if out_storage is not spec.out_type:
+            symbol += f"__to_{out_storage.name}"
+        return Specialization(symbol, spec.function, self.block_size, in_storage, out_storage)
 
     def _check_types(self, types: tuple) -> tuple[ScalarType, ...]:
         if not types:
@@ -175,10 +232,20 @@ class MapKernel:
         key = (backend, arch, types)
         image = self._images.get(key)
         if image is None:
+            image = self._images[key] = self.image_of(self.specialize(*types), backend, arch)
+        return image
+
+    def image_of(self, spec: Specialization, backend, arch: str | None = None) -> Image:
+        """The compiled image holding `spec`, a specialization or variant of this kernel (see
+        `compile_for`); a second call costs one dictionary lookup."""
+        key = (backend, arch, spec.name)
+        image = self._images.get(key)
+        if image is None:
             from ..emit import emitted_image
 
-            spec, name = self.specialize(*types), backend_name(backend)
-            image = emitted_image(spec, name, arch) if not self.generic else None
+            name = backend_name(backend)
+            plain = not self.generic and spec is self._specs.get(self.annotations)
+            image = emitted_image(spec, name, arch) if plain else None
             if image is None:
                 image = compile_module([spec], name, arch, spec.name)
             self._images[key] = image
@@ -186,6 +253,14 @@ class MapKernel:
 
     def __repr__(self) -> str:
         return f"<map_kernel {self.name} block_size={self.block_size}{' generic' if self.generic else ''}>"
+
+
+def _dtype_name(t: ScalarType) -> str:
+    return t.dtype.name if t.dtype is not None else t.name
+
+
+def _astype(t: ScalarType) -> str:
+    return f".astype(np.{t.dtype.name})" if t.dtype is not None else f".astype(...) to {t.name}"
 
 
 def compile_module(specs: list[Specialization], backend: str, arch: str | None, name: str) -> Image:

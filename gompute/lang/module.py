@@ -4,31 +4,48 @@ the entry points a launch calls (the only part that differs between host and GPU
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+import struct
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import types as T
+from ..errors import ArgumentError
 from ..types import ScalarType
 from . import ir
 from .emit import FunctionEmitter, c_ident, storage_ctype
-from .types import concrete, is_half
+from .entries import entries_source
+from .types import concrete
 
 BACKENDS = ("host", "cuda", "hip")
 KERNELS_MARKER = "// ---- generated kernels ----"
+MAX_NDIM = 8  # GOMPUTE_MAX_NDIM in preludes/common.h
 _PRELUDES = Path(__file__).with_name("preludes")
+_PRELUDE_FILES = {
+    "host": ("host.h", "common.h", "host_strided.h"),
+    "cuda": ("cuda.h", "common.h"),
+    "hip": ("hip.h", "common.h"),
+}
 
 
 @dataclass(frozen=True)
 class EntryArg:
-    """One argument of an entry point: a pointer to elements, the element count, or the params struct."""
+    """One argument of an entry point: a pointer to elements, the element count, the strides
+    struct (`pack_strides`) or the params struct."""
 
     name: str
-    kind: str  # "pointer", "len", "params"
-    type: object  # ScalarType for pointers, g.u64 for len, the Params class for params
+    kind: str  # "pointer", "len", "strides", "params"
+    type: object  # pointers: the ScalarType in memory; len: g.u64; strides: the number of arrays; params: the class
 
     @property
     def nbytes(self) -> int:
-        return 8 if self.kind != "params" else self.type.__size__
+        if self.kind == "params":
+            return self.type.__size__
+        return strides_nbytes(self.type) if self.kind == "strides" else 8
+
+    @property
+    def align(self) -> int:
+        return self.type.__align__ if self.kind == "params" else 8
 
 
 @dataclass(frozen=True)
@@ -36,7 +53,9 @@ class EntryPoint:
     """A symbol in the compiled module and the arguments it takes, in order.
 
     kind "inplace": `(data, len[, params])`, reads and writes `data`; kind "map":
-    `(in0, ..., out, len[, params])`. A kernel without a params struct has no params argument.
+    `(in0, ..., out, len[, params])`, every array contiguous; kind "strided":
+    `(in0, ..., out, len, strides[, params])`, each pointer at its array's element 0 and `strides`
+    from `pack_strides`. A kernel without a params struct has no params argument.
     """
 
     symbol: str
@@ -50,11 +69,24 @@ class EntryPoint:
 
 @dataclass
 class Specialization:
-    """One map kernel specialization as the module builder sees it."""
+    """One map kernel specialization as the module builder sees it.
+
+    `in_storage` and `out_storage` are the element types in memory, when they differ from the
+    parameter and return types (`MapKernel.variant`); the entry points convert, exactly.
+    """
 
     name: str  # entry symbol of the primary entry point
     function: ir.Function
     block_size: int
+    in_storage: tuple[ScalarType, ...] = None  # None: the parameter types
+    out_storage: ScalarType = None  # None: the return type
+    _entries: dict[str, EntryPoint] = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.in_storage is None:
+            self.in_storage = tuple(self.in_types)
+        if self.out_storage is None:
+            self.out_storage = self.out_type
 
     @property
     def in_types(self) -> list[ScalarType]:
@@ -69,27 +101,78 @@ class Specialization:
         return self.function.params_struct
 
     def entry_points(self) -> list[EntryPoint]:
-        tail = [EntryArg("len", "len", T.u64)]
-        if self.params_class is not None:
-            tail.append(EntryArg("params", "params", self.params_class))
-        ins, out = self.in_types, self.out_type
-        mapped = tuple(
-            [
-                *(EntryArg(f"in{i}", "pointer", t) for i, t in enumerate(ins)),
-                EntryArg("out", "pointer", out),
-                *tail,
-            ]
+        """Every entry point of the specialization, in module order: "inplace" (when the one input
+        is stored as the output is), "map", "strided"."""
+        if self._entries is None:
+            self._entries = {e.kind: e for e in self._make_entry_points()}
+        return list(self._entries.values())
+
+    def entry(self, kind: str) -> EntryPoint:
+        """The entry point of `kind` ("inplace", "map" or "strided"); KeyError if there is none."""
+        if self._entries is None:
+            self.entry_points()
+        return self._entries[kind]
+
+    def _make_entry_points(self) -> list[EntryPoint]:
+        ins, out = self.in_storage, self.out_storage
+        pointers = [
+            *(EntryArg(f"in{i}", "pointer", t) for i, t in enumerate(ins)),
+            EntryArg("out", "pointer", out),
+        ]
+        params = [EntryArg("params", "params", self.params_class)] if self.params_class is not None else []
+        length = EntryArg("len", "len", T.u64)
+        mapped = (*pointers, length, *params)
+        strided = EntryPoint(
+            f"{self.name}__strided",
+            "strided",
+            (*pointers, length, EntryArg("strides", "strides", len(pointers)), *params),
         )
         if len(ins) == 1 and ins[0] is out:
-            inplace = (EntryArg("data", "pointer", out), *tail)
-            return [EntryPoint(self.name, "inplace", inplace), EntryPoint(f"{self.name}__out", "map", mapped)]
-        return [EntryPoint(self.name, "map", mapped)]
+            inplace = (EntryArg("data", "pointer", out), length, *params)
+            return [
+                EntryPoint(self.name, "inplace", inplace),
+                EntryPoint(f"{self.name}__out", "map", mapped),
+                strided,
+            ]
+        return [EntryPoint(self.name, "map", mapped), strided]
+
+
+def strides_nbytes(narrays: int) -> int:
+    """The size of the strides struct for `narrays` arrays: ndim, pad, shape[8], strides[narrays][8]."""
+    return 8 + 8 * MAX_NDIM * (1 + narrays)
+
+
+@functools.cache
+def _strides_struct(narrays: int) -> struct.Struct:
+    return struct.Struct(f"<ii{MAX_NDIM * (1 + narrays)}q")
+
+
+def pack_strides(shape, strides_per_array) -> bytes:
+    """The `strides` argument of a strided entry point: `shape`, and for each array (the inputs,
+    then the output) its strides in elements, 0 where it broadcasts.
+
+    Layout (little-endian, alignment 8): int32 ndim, int32 pad, int64 shape[8], then per array
+    int64 strides[8]; dimensions past ndim are padded with shape 1, stride 0.
+    """
+    ndim = len(shape)
+    if ndim > MAX_NDIM:
+        raise ArgumentError(
+            f"strided kernels take arrays of up to {MAX_NDIM} dimensions, not {ndim} (shape {tuple(shape)}); "
+            "reshape the arrays, or make them contiguous"
+        )
+    pad = MAX_NDIM - ndim
+    values = [*shape, *(1,) * pad]
+    for a, strides in enumerate(strides_per_array):
+        if len(strides) != ndim:
+            raise ArgumentError(f"array {a} has {len(strides)} strides for a shape of {ndim} dimensions")
+        values += [*strides, *(0,) * pad]
+    return _strides_struct(len(strides_per_array)).pack(ndim, 0, *values)
 
 
 def prelude(backend: str) -> str:
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
-    return (_PRELUDES / f"{backend}.h").read_text() + "\n" + (_PRELUDES / "common.h").read_text()
+    return "\n".join((_PRELUDES / name).read_text() for name in _PRELUDE_FILES[backend])
 
 
 def module_source(units: list[Specialization], backend: str) -> str:
@@ -113,11 +196,9 @@ def module_body(units: list[Specialization], backend: str) -> str:
     for fn in functions:
         lines.extend(FunctionEmitter(fn, structs, names).emit())
     lines.append(f'#line {len(lines) + 2} "gompute-generated-entries"')
+    done: set[int] = set()
     for unit in units:
-        call = names[id(unit.function)]
-        for entry in unit.entry_points():
-            make = _host_entry if backend == "host" else _gpu_entry
-            lines.extend(make(unit, entry, structs, call))
+        lines.extend(entries_source(backend, unit, structs, names[id(unit.function)], done))
     return "\n".join(lines) + "\n"
 
 
@@ -172,76 +253,3 @@ def _functions_in_order(units: list[Specialization]) -> list[ir.Function]:
     for unit in units:
         visit(unit.function)
     return seen
-
-
-def _load(t: ScalarType, code: str) -> str:
-    return f"gompute_load_{t.name}({code})" if is_half(t) else code
-
-
-def _store(t: ScalarType, code: str) -> str:
-    return f"gompute_store_{t.name}({code})" if is_half(t) else code
-
-
-def _element(unit: Specialization, entry: EntryPoint, call_name: str) -> str:
-    """The loop body: `out[i] = fn(in0[i], ..., params);`."""
-    pointers = [a for a in entry.args if a.kind == "pointer"]
-    inputs = pointers if entry.kind == "inplace" else pointers[:-1]
-    args = [_load(a.type, f"{a.name}[i]") for a in inputs]
-    if unit.params_class is not None:
-        args.append("params")
-    call = f"{call_name}({', '.join(args)})"
-    return f"{pointers[-1].name}[i] = {_store(unit.out_type, call)};"
-
-
-def _c_arg(arg: EntryArg, structs: dict[type, str]) -> str:
-    if arg.kind == "pointer":
-        return f"{storage_ctype(arg.type)}* {arg.name}"
-    if arg.kind == "len":
-        return "uint64_t len"
-    return f"const {structs[arg.type]} params"
-
-
-def _gpu_entry(unit: Specialization, entry: EntryPoint, structs, call_name: str) -> list[str]:
-    args = ", ".join(_c_arg(a, structs) for a in entry.args)
-    return [
-        f"GOMPUTE_GLOBAL void __launch_bounds__({unit.block_size}) {entry.symbol}({args}) {{",
-        "  for (uint64_t i = gompute_thread_index(); i < len; i += gompute_thread_count()) {",
-        f"    {_element(unit, entry, call_name)}",
-        "  }",
-        "}",
-    ]
-
-
-def _host_entry(unit: Specialization, entry: EntryPoint, structs, call_name: str) -> list[str]:
-    bs = f"{unit.block_size}u"
-    lines = [
-        f"GOMPUTE_HOST_ARITY({entry.symbol}, {entry.arity});",
-        f"GOMPUTE_HOST_KERNEL({entry.symbol}) {{",
-        "  const gompute_dim3 block = launch->block_dim;",
-        f"  if ((uint64_t)block.x * block.y * block.z != {bs})",
-        f'    GOMPUTE_TRAP(launch, "{entry.symbol}: launched with a block size other than its block_size, '
-        f'{unit.block_size}");',
-    ]
-    for i, arg in enumerate(entry.args):
-        if arg.kind == "pointer":
-            ctype = storage_ctype(arg.type)
-            lines.append(f"  {ctype}* {arg.name} = ({ctype}*)(uintptr_t)*(const uint64_t*)launch->args[{i}];")
-        elif arg.kind == "len":
-            lines.append(f"  const uint64_t len = *(const uint64_t*)launch->args[{i}];")
-        else:
-            lines.append(f"  {structs[arg.type]} params;")
-            lines.append(f"  memcpy(&params, launch->args[{i}], sizeof params);")
-    # Blocks [begin, end) of a grid-stride loop own one contiguous span per pass over the grid.
-    lines += [
-        "  const gompute_dim3 grid = launch->grid_dim;",
-        f"  const uint64_t stride = (uint64_t)grid.x * grid.y * grid.z * {bs};",
-        f"  const uint64_t span = (launch->block_end - launch->block_begin) * {bs};",
-        f"  for (uint64_t base = launch->block_begin * {bs}; base < len; base += stride) {{",
-        "    const uint64_t end = base + span < len ? base + span : len;",
-        "    for (uint64_t i = base; i < end; ++i) {",
-        f"      {_element(unit, entry, call_name)}",
-        "    }",
-        "  }",
-        "}",
-    ]
-    return lines

@@ -134,3 +134,16 @@ def weak_of(value) -> Weak | None:
 
 def describe(t: Type) -> str:
     return repr(t) if isinstance(t, Weak) else f"g.{t.name}"
+
+
+def converts_exactly(src: ScalarType, dst: ScalarType) -> bool:
+    """Whether `src` values convert to `dst` exactly, by NumPy's "safe" casting rule (which also
+    counts int64/uint64 -> float64 as safe); bf16, which NumPy lacks, holds bool and 8-bit
+    integers, and f32/f64 hold it."""
+    if src is dst:
+        return True
+    if T.bf16 in (src, dst):
+        if src is T.bf16:
+            return dst in (T.f32, T.f64)
+        return src.kind == "b" or (src.is_integer and src.bits <= 8)
+    return bool(np.can_cast(src.dtype, dst.dtype, "safe"))

@@ -33,4 +33,4 @@ def test_the_example_runs(tmp_path):
     script.write_text(SHIM + example)
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=DOC.parents[1])
     assert proc.returncode == 0, proc.stderr
-    assert "['scale_relu', 'scale_relu__out']" in proc.stdout
+    assert "['scale_relu', 'scale_relu__out', 'scale_relu__strided']" in proc.stdout

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gompute import types as T
 from gompute.lang.module import KERNELS_MARKER, module_body, module_source
 
 from . import sample_kernels as S
@@ -27,8 +28,18 @@ def _normalized(text: str) -> str:
 @pytest.mark.parametrize("backend", ["host", "cuda", "hip"])
 @pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
 def test_generated_source_matches_golden(kernel, backend):
-    got = _normalized(module_body([kernel.specialize()], backend))
-    path = GOLDEN / f"{kernel.name}.{SUFFIX[backend]}"
+    _check_golden(kernel.specialize(), backend)
+
+
+@pytest.mark.parametrize("backend", ["host", "cuda"])
+def test_storage_variant_matches_golden(backend):
+    """Every entry of a variant converts: i16 elements into the f32 kernel, its result to f64."""
+    _check_golden(S.scale_relu.variant((T.i16,), T.f64), backend)
+
+
+def _check_golden(spec, backend):
+    got = _normalized(module_body([spec], backend))
+    path = GOLDEN / f"{spec.name}.{SUFFIX[backend]}"
     if os.environ.get("GOMPUTE_UPDATE_GOLDEN"):
         path.write_text(got)
     assert path.exists(), f"no golden file {path}; run with GOMPUTE_UPDATE_GOLDEN=1 to create it"

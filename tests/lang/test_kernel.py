@@ -46,14 +46,22 @@ def test_bf16_promotes_like_f16_does():
 def test_kernel_records_entry_points_layout_and_block_size():
     k = S.collatz
     assert k.block_size == 128 and k.arity == 1 and not k.generic
-    (entry,) = k.entry_points()
+    entry, strided = k.entry_points()
     assert entry.symbol == "collatz" and entry.kind == "map" and entry.arity == 3
     assert [(a.name, a.kind, a.type) for a in entry.args] == [
         ("in0", "pointer", T.i64),
         ("out", "pointer", T.i32),
         ("len", "len", T.u64),
     ]
-    inplace, mapped = S.scale_relu.entry_points()
+    assert strided.symbol == "collatz__strided" and strided.kind == "strided"
+    assert [(a.name, a.kind) for a in strided.args] == [
+        ("in0", "pointer"),
+        ("out", "pointer"),
+        ("len", "len"),
+        ("strides", "strides"),
+    ]
+    assert strided.args[-1].nbytes == 8 + 64 + 64 * 2 and strided.args[-1].align == 8
+    inplace, mapped, _ = S.scale_relu.entry_points()
     assert inplace.args[-1].type is S.Params and inplace.args[-1].nbytes == 4
     assert mapped.symbol == "scale_relu__out" and [a.name for a in mapped.args] == [
         "in0",

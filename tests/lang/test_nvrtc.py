@@ -23,6 +23,8 @@ SAMPLES = [S.scale_relu, S.collatz, S.loops, S.branches, S.values, S.casts, S.ha
 @pytest.fixture(scope="module")
 def ptx_image(tmp_path_factory):
     specs = [k.specialize() for k in SAMPLES] + [S.generic_mix.specialize(T.f16, T.i64)]
+    specs += [S.scale_relu.variant((T.i16,), T.f64), S.half_ops.variant((T.i8, T.f16), T.f32)]
+    specs += [S.bf16_ops.variant((T.u8, T.i16), T.f64), S.fill.variant((), T.f64)]
     return compile_module(specs, "cuda", "compute_75", "test_nvrtc")
 
 
@@ -39,9 +41,8 @@ def test_ptx_has_every_entry_point_with_its_parameter_list(ptx_image):
         params = _entry_params(ptx, entry.symbol)
         assert len(params) == entry.arity, entry
         for k, (arg, text) in enumerate(zip(entry.args, params)):
-            if arg.kind == "params":
-                cls = arg.type
-                assert text == f".param .align {cls.__align__} .b8 {entry.symbol}_param_{k}[{cls.__size__}]"
+            if arg.kind in ("params", "strides"):  # a struct by value
+                assert text == f".param .align {arg.align} .b8 {entry.symbol}_param_{k}[{arg.nbytes}]"
             else:
                 assert text == f".param .u64 {entry.symbol}_param_{k}"  # a device pointer, or len
 
@@ -54,6 +55,19 @@ def test_scale_relu_is_the_seeds_data_len_params_entry(ptx_image):
         ".param .align 4 .b8 scale_relu_param_2[4]",
     ]
     assert re.search(r"\.entry scale_relu\([^)]*\)\s*\.maxntid 256, 1, 1", ptx_image.data.decode())
+
+
+def test_strided_entry_takes_the_strides_struct_by_value(ptx_image):
+    ptx = ptx_image.data.decode()
+    assert _entry_params(ptx, "scale_relu__strided") == [
+        ".param .u64 scale_relu__strided_param_0",
+        ".param .u64 scale_relu__strided_param_1",
+        ".param .u64 scale_relu__strided_param_2",
+        ".param .align 8 .b8 scale_relu__strided_param_3[200]",  # 8 + 64 + 64 * 2 arrays
+        ".param .align 4 .b8 scale_relu__strided_param_4[4]",
+    ]
+    assert _entry_params(ptx, "half_ops__from_i8_f16__to_f32__strided")[4].endswith("_param_4[264]")
+    assert re.search(r"\.entry scale_relu__strided\([^)]*\)\s*\.maxntid 256, 1, 1", ptx)
 
 
 def test_every_operator_and_builtin_compiles_for_cuda():

@@ -101,3 +101,37 @@ template <typename T> GOMPUTE_FN T gompute_shr(T a, T n) {
   }
 GOMPUTE_FLOAT_DIVMOD(f32, float, f)
 GOMPUTE_FLOAT_DIVMOD(f64, double, )
+
+// Elements whose memory type is not the kernel's parameter type (g.map's storage variants):
+// gompute_value reads one as a value (half types as float), gompute_put stores a value into one.
+// The conversions they take part in are exact (the variant checks that).
+template <typename T> GOMPUTE_FN T gompute_value(T x) { return x; }
+GOMPUTE_FN float gompute_value(gompute_bf16 h) { return gompute_load_bf16(h); }
+template <typename S, typename V> GOMPUTE_FN void gompute_put(S& dst, V v) { dst = (S)v; }
+template <typename V> GOMPUTE_FN void gompute_put(gompute_bf16& dst, V v) { dst = gompute_store_bf16((float)v); }
+#if defined(GOMPUTE_NEEDS_F16)
+GOMPUTE_FN float gompute_value(gompute_f16 h) { return gompute_load_f16(h); }
+template <typename V> GOMPUTE_FN void gompute_put(gompute_f16& dst, V v) { dst = gompute_store_f16((float)v); }
+#endif
+
+// The `strides` argument of a strided entry point (lang/module.py, pack_strides): N arrays, the
+// inputs then the output, each addressed from its element 0; strides in elements, 0 to broadcast.
+#define GOMPUTE_MAX_NDIM 8
+template <int N> struct gompute_strides {
+  int32_t ndim;
+  int32_t pad;
+  int64_t shape[GOMPUTE_MAX_NDIM];
+  int64_t strides[N][GOMPUTE_MAX_NDIM];
+};
+static_assert(sizeof(gompute_strides<2>) == 8 + 64 + 2 * 64, "gompute_strides must match pack_strides");
+
+// The element offset in each array of element i (C order over the shape).
+template <int N> GOMPUTE_FN void gompute_offsets(const gompute_strides<N>& s, uint64_t i, int64_t* at) {
+  for (int a = 0; a < N; ++a) at[a] = 0;
+  for (int d = s.ndim - 1; d >= 0; --d) {
+    const uint64_t n = (uint64_t)s.shape[d];
+    const int64_t k = (int64_t)(i % n);
+    i /= n;
+    for (int a = 0; a < N; ++a) at[a] += k * s.strides[a][d];
+  }
+}

@@ -6,6 +6,8 @@
 #include "gompute/host_abi.h"
 
 #define GOMPUTE_FN static inline __attribute__((always_inline))
+// A kernel over contiguous rows: compiled once, called by every entry point of a specialization.
+#define GOMPUTE_ROWS static __attribute__((noinline))
 
 GOMPUTE_FN uint32_t gompute_bits_f32(float x) { uint32_t b; memcpy(&b, &x, 4); return b; }
 GOMPUTE_FN float gompute_f32_from_bits(uint32_t b) { float x; memcpy(&x, &b, 4); return x; }

@@ -32,6 +32,10 @@ GOMPUTE_FN double gompute_kernel_branches(double x, const Affine p) {
   return ((r + ((double)(gompute_load_f16(p.half)))) + 3.141592653589793);
 }
 #line 35 "gompute-generated-entries"
+template <typename S0, typename SO>
+GOMPUTE_ROWS void gompute_kernel_branches_rows(const S0* in0, SO* out, int64_t n, const Affine& params) {
+  for (int64_t j = 0; j < n; ++j) gompute_put(out[j], gompute_kernel_branches(((double)gompute_value(in0[j])), params));
+}
 GOMPUTE_HOST_ARITY(branches, 3);
 GOMPUTE_HOST_KERNEL(branches) {
   const gompute_dim3 block = launch->block_dim;
@@ -46,9 +50,7 @@ GOMPUTE_HOST_KERNEL(branches) {
   const uint64_t span = (launch->block_end - launch->block_begin) * 256u;
   for (uint64_t base = launch->block_begin * 256u; base < len; base += stride) {
     const uint64_t end = base + span < len ? base + span : len;
-    for (uint64_t i = base; i < end; ++i) {
-      data[i] = gompute_kernel_branches(data[i], params);
-    }
+    gompute_kernel_branches_rows(data + base, data + base, (int64_t)(end - base), params);
   }
 }
 GOMPUTE_HOST_ARITY(branches__out, 4);
@@ -66,8 +68,36 @@ GOMPUTE_HOST_KERNEL(branches__out) {
   const uint64_t span = (launch->block_end - launch->block_begin) * 256u;
   for (uint64_t base = launch->block_begin * 256u; base < len; base += stride) {
     const uint64_t end = base + span < len ? base + span : len;
-    for (uint64_t i = base; i < end; ++i) {
-      out[i] = gompute_kernel_branches(in0[i], params);
-    }
+    gompute_kernel_branches_rows(in0 + base, out + base, (int64_t)(end - base), params);
+  }
+}
+GOMPUTE_HOST_ARITY(branches__strided, 5);
+GOMPUTE_HOST_KERNEL(branches__strided) {
+  const gompute_dim3 block = launch->block_dim;
+  if ((uint64_t)block.x * block.y * block.z != 256u)
+    GOMPUTE_TRAP(launch, "branches__strided: launched with a block size other than its block_size, 256");
+  double* in0 = (double*)(uintptr_t)*(const uint64_t*)launch->args[0];
+  double* out = (double*)(uintptr_t)*(const uint64_t*)launch->args[1];
+  const uint64_t len = *(const uint64_t*)launch->args[2];
+  gompute_strides<2> strides;
+  memcpy(&strides, launch->args[3], sizeof strides);
+  Affine params;
+  memcpy(&params, launch->args[4], sizeof params);
+  const gompute_dim3 grid = launch->grid_dim;
+  const uint64_t stride = (uint64_t)grid.x * grid.y * grid.z * 256u;
+  const uint64_t span = (launch->block_end - launch->block_begin) * 256u;
+  for (uint64_t base = launch->block_begin * 256u; base < len; base += stride) {
+    const uint64_t end = base + span < len ? base + span : len;
+    gompute_runs(strides, base, end, [&](const int64_t* at, const int64_t* step, int64_t n) {
+      if (step[0] == 1 && step[1] == 1) return gompute_kernel_branches_rows(in0 + at[0], out + at[1], n, params);
+      for (int64_t j0 = 0; j0 < n; j0 += GOMPUTE_CHUNK) {
+        const int64_t m = n - j0 < GOMPUTE_CHUNK ? n - j0 : GOMPUTE_CHUNK;
+        double b0[GOMPUTE_CHUNK];
+        double b1[GOMPUTE_CHUNK];
+        gompute_gather(b0, in0 + at[0] + j0 * step[0], step[0], m);
+        gompute_kernel_branches_rows(b0, b1, m, params);
+        gompute_scatter(out + at[1] + j0 * step[1], step[1], b1, m);
+      }
+    });
   }
 }

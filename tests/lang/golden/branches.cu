@@ -42,3 +42,10 @@ GOMPUTE_GLOBAL void __launch_bounds__(256) branches__out(double* in0, double* ou
     out[i] = gompute_kernel_branches(in0[i], params);
   }
 }
+GOMPUTE_GLOBAL void __launch_bounds__(256) branches__strided(double* in0, double* out, uint64_t len, const gompute_strides<2> strides, const Affine params) {
+  for (uint64_t i = gompute_thread_index(); i < len; i += gompute_thread_count()) {
+    int64_t at[2];
+    gompute_offsets(strides, i, at);
+    out[at[1]] = gompute_kernel_branches(in0[at[0]], params);
+  }
+}

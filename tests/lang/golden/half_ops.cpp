@@ -9,6 +9,10 @@ GOMPUTE_FN float gompute_kernel_half_ops(float x, float y) {
   return ((z == z) ? gompute_max(z, y) : x);
 }
 #line 12 "gompute-generated-entries"
+template <typename S0, typename S1, typename SO>
+GOMPUTE_ROWS void gompute_kernel_half_ops_rows(const S0* in0, const S1* in1, SO* out, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) gompute_put(out[j], gompute_kernel_half_ops(((float)gompute_value(in0[j])), ((float)gompute_value(in1[j]))));
+}
 GOMPUTE_HOST_ARITY(half_ops, 4);
 GOMPUTE_HOST_KERNEL(half_ops) {
   const gompute_dim3 block = launch->block_dim;
@@ -23,8 +27,37 @@ GOMPUTE_HOST_KERNEL(half_ops) {
   const uint64_t span = (launch->block_end - launch->block_begin) * 256u;
   for (uint64_t base = launch->block_begin * 256u; base < len; base += stride) {
     const uint64_t end = base + span < len ? base + span : len;
-    for (uint64_t i = base; i < end; ++i) {
-      out[i] = gompute_store_f16(gompute_kernel_half_ops(gompute_load_f16(in0[i]), gompute_load_f16(in1[i])));
-    }
+    gompute_kernel_half_ops_rows(in0 + base, in1 + base, out + base, (int64_t)(end - base));
+  }
+}
+GOMPUTE_HOST_ARITY(half_ops__strided, 5);
+GOMPUTE_HOST_KERNEL(half_ops__strided) {
+  const gompute_dim3 block = launch->block_dim;
+  if ((uint64_t)block.x * block.y * block.z != 256u)
+    GOMPUTE_TRAP(launch, "half_ops__strided: launched with a block size other than its block_size, 256");
+  gompute_f16* in0 = (gompute_f16*)(uintptr_t)*(const uint64_t*)launch->args[0];
+  gompute_f16* in1 = (gompute_f16*)(uintptr_t)*(const uint64_t*)launch->args[1];
+  gompute_f16* out = (gompute_f16*)(uintptr_t)*(const uint64_t*)launch->args[2];
+  const uint64_t len = *(const uint64_t*)launch->args[3];
+  gompute_strides<3> strides;
+  memcpy(&strides, launch->args[4], sizeof strides);
+  const gompute_dim3 grid = launch->grid_dim;
+  const uint64_t stride = (uint64_t)grid.x * grid.y * grid.z * 256u;
+  const uint64_t span = (launch->block_end - launch->block_begin) * 256u;
+  for (uint64_t base = launch->block_begin * 256u; base < len; base += stride) {
+    const uint64_t end = base + span < len ? base + span : len;
+    gompute_runs(strides, base, end, [&](const int64_t* at, const int64_t* step, int64_t n) {
+      if (step[0] == 1 && step[1] == 1 && step[2] == 1) return gompute_kernel_half_ops_rows(in0 + at[0], in1 + at[1], out + at[2], n);
+      for (int64_t j0 = 0; j0 < n; j0 += GOMPUTE_CHUNK) {
+        const int64_t m = n - j0 < GOMPUTE_CHUNK ? n - j0 : GOMPUTE_CHUNK;
+        gompute_f16 b0[GOMPUTE_CHUNK];
+        gompute_f16 b1[GOMPUTE_CHUNK];
+        gompute_f16 b2[GOMPUTE_CHUNK];
+        gompute_gather(b0, in0 + at[0] + j0 * step[0], step[0], m);
+        gompute_gather(b1, in1 + at[1] + j0 * step[1], step[1], m);
+        gompute_kernel_half_ops_rows(b0, b1, b2, m);
+        gompute_scatter(out + at[2] + j0 * step[2], step[2], b2, m);
+      }
+    });
   }
 }

@@ -14,3 +14,10 @@ GOMPUTE_GLOBAL void __launch_bounds__(256) half_ops(gompute_f16* in0, gompute_f1
     out[i] = gompute_store_f16(gompute_kernel_half_ops(gompute_load_f16(in0[i]), gompute_load_f16(in1[i])));
   }
 }
+GOMPUTE_GLOBAL void __launch_bounds__(256) half_ops__strided(gompute_f16* in0, gompute_f16* in1, gompute_f16* out, uint64_t len, const gompute_strides<3> strides) {
+  for (uint64_t i = gompute_thread_index(); i < len; i += gompute_thread_count()) {
+    int64_t at[3];
+    gompute_offsets(strides, i, at);
+    out[at[2]] = gompute_store_f16(gompute_kernel_half_ops(gompute_load_f16(in0[at[0]]), gompute_load_f16(in1[at[1]])));
+  }
+}

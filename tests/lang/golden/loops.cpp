@@ -59,6 +59,10 @@ GOMPUTE_FN float gompute_kernel_loops(int32_t x, float y) {
   return ((((acc + ((float)(k))) + 0.5f) + gompute_fn_square(y)) + ((float)(gompute_fn_square_2(2LL))));
 }
 #line 62 "gompute-generated-entries"
+template <typename S0, typename S1, typename SO>
+GOMPUTE_ROWS void gompute_kernel_loops_rows(const S0* in0, const S1* in1, SO* out, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) gompute_put(out[j], gompute_kernel_loops(((int32_t)gompute_value(in0[j])), ((float)gompute_value(in1[j]))));
+}
 GOMPUTE_HOST_ARITY(loops, 4);
 GOMPUTE_HOST_KERNEL(loops) {
   const gompute_dim3 block = launch->block_dim;
@@ -73,8 +77,37 @@ GOMPUTE_HOST_KERNEL(loops) {
   const uint64_t span = (launch->block_end - launch->block_begin) * 256u;
   for (uint64_t base = launch->block_begin * 256u; base < len; base += stride) {
     const uint64_t end = base + span < len ? base + span : len;
-    for (uint64_t i = base; i < end; ++i) {
-      out[i] = gompute_kernel_loops(in0[i], in1[i]);
-    }
+    gompute_kernel_loops_rows(in0 + base, in1 + base, out + base, (int64_t)(end - base));
+  }
+}
+GOMPUTE_HOST_ARITY(loops__strided, 5);
+GOMPUTE_HOST_KERNEL(loops__strided) {
+  const gompute_dim3 block = launch->block_dim;
+  if ((uint64_t)block.x * block.y * block.z != 256u)
+    GOMPUTE_TRAP(launch, "loops__strided: launched with a block size other than its block_size, 256");
+  int32_t* in0 = (int32_t*)(uintptr_t)*(const uint64_t*)launch->args[0];
+  float* in1 = (float*)(uintptr_t)*(const uint64_t*)launch->args[1];
+  float* out = (float*)(uintptr_t)*(const uint64_t*)launch->args[2];
+  const uint64_t len = *(const uint64_t*)launch->args[3];
+  gompute_strides<3> strides;
+  memcpy(&strides, launch->args[4], sizeof strides);
+  const gompute_dim3 grid = launch->grid_dim;
+  const uint64_t stride = (uint64_t)grid.x * grid.y * grid.z * 256u;
+  const uint64_t span = (launch->block_end - launch->block_begin) * 256u;
+  for (uint64_t base = launch->block_begin * 256u; base < len; base += stride) {
+    const uint64_t end = base + span < len ? base + span : len;
+    gompute_runs(strides, base, end, [&](const int64_t* at, const int64_t* step, int64_t n) {
+      if (step[0] == 1 && step[1] == 1 && step[2] == 1) return gompute_kernel_loops_rows(in0 + at[0], in1 + at[1], out + at[2], n);
+      for (int64_t j0 = 0; j0 < n; j0 += GOMPUTE_CHUNK) {
+        const int64_t m = n - j0 < GOMPUTE_CHUNK ? n - j0 : GOMPUTE_CHUNK;
+        int32_t b0[GOMPUTE_CHUNK];
+        float b1[GOMPUTE_CHUNK];
+        float b2[GOMPUTE_CHUNK];
+        gompute_gather(b0, in0 + at[0] + j0 * step[0], step[0], m);
+        gompute_gather(b1, in1 + at[1] + j0 * step[1], step[1], m);
+        gompute_kernel_loops_rows(b0, b1, b2, m);
+        gompute_scatter(out + at[2] + j0 * step[2], step[2], b2, m);
+      }
+    });
   }
 }

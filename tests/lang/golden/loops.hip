@@ -64,3 +64,10 @@ GOMPUTE_GLOBAL void __launch_bounds__(256) loops(int32_t* in0, float* in1, float
     out[i] = gompute_kernel_loops(in0[i], in1[i]);
   }
 }
+GOMPUTE_GLOBAL void __launch_bounds__(256) loops__strided(int32_t* in0, float* in1, float* out, uint64_t len, const gompute_strides<3> strides) {
+  for (uint64_t i = gompute_thread_index(); i < len; i += gompute_thread_count()) {
+    int64_t at[3];
+    gompute_offsets(strides, i, at);
+    out[at[2]] = gompute_kernel_loops(in0[at[0]], in1[at[1]]);
+  }
+}

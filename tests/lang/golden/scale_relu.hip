@@ -21,3 +21,10 @@ GOMPUTE_GLOBAL void __launch_bounds__(256) scale_relu__out(float* in0, float* ou
     out[i] = gompute_kernel_scale_relu(in0[i], params);
   }
 }
+GOMPUTE_GLOBAL void __launch_bounds__(256) scale_relu__strided(float* in0, float* out, uint64_t len, const gompute_strides<2> strides, const Params params) {
+  for (uint64_t i = gompute_thread_index(); i < len; i += gompute_thread_count()) {
+    int64_t at[2];
+    gompute_offsets(strides, i, at);
+    out[at[1]] = gompute_kernel_scale_relu(in0[at[0]], params);
+  }
+}

@@ -1,0 +1,194 @@
+"""The C++ of a specialization's entry points: the loops that read the arrays, call the kernel's
+function per element and store its result.
+
+On a GPU each entry is one grid-stride loop. On the host every entry of a specialization goes
+through one `NAME_rows` function (the kernel over n contiguous elements, a loop the compiler
+vectorizes), compiled once: the contiguous entries call it on their span, the strided entry on
+each run of its innermost dimension, directly when every array has stride 1 there, else on chunk
+buffers it gathers and scatters (preludes/host_strided.h).
+
+An input stored as another type than its parameter's (a storage variant) is converted as it is
+read, the result as it is stored; `MapKernel.variant` has checked that both are exact.
+"""
+
+from __future__ import annotations
+
+from ..types import ScalarType
+from .emit import storage_ctype, value_ctype
+from .types import is_half
+
+
+def entries_source(backend: str, unit, structs: dict[type, str], call_name: str, done: set[int]) -> list[str]:
+    """The lines of `unit`'s entry points for `backend`; on the host, preceded by the rows
+    function of `unit`'s kernel function unless `done` (ids of functions) already has it."""
+    lines = []
+    if backend == "host" and id(unit.function) not in done:
+        done.add(id(unit.function))
+        lines += _rows_template(unit, structs, call_name)
+    for entry in unit.entry_points():
+        if backend == "host":
+            make = _host_strided if entry.kind == "strided" else _host_contiguous
+        else:
+            make = _gpu_strided if entry.kind == "strided" else _gpu_contiguous
+        lines += make(unit, entry, structs, call_name)
+    return lines
+
+
+def _read(storage: ScalarType, param: ScalarType, code: str) -> str:
+    """An element in memory as the value its parameter holds."""
+    if storage is not param:
+        return f"(({value_ctype(param)})gompute_value({code}))"
+    return f"gompute_load_{storage.name}({code})" if is_half(storage) else code
+
+
+def _write(storage: ScalarType, result: ScalarType, target: str, value: str) -> str:
+    """Store the kernel's result `value` into the element `target`."""
+    if storage is not result:
+        return f"gompute_put({target}, {value});"
+    return f"{target} = {f'gompute_store_{storage.name}({value})' if is_half(storage) else value};"
+
+
+def _call(unit, call_name: str, args: list[str]) -> str:
+    if unit.params_class is not None:
+        args = [*args, "params"]
+    return f"{call_name}({', '.join(args)})"
+
+
+def _pointers(entry):
+    return [a for a in entry.args if a.kind == "pointer"]
+
+
+def _element(unit, entry, call_name: str, refs: list[str]) -> str:
+    """`out[i] = fn(in0[i], ..., params);` with array k's element spelled `refs[k]` (in place, the
+    one array is both input and output)."""
+    pointers = _pointers(entry)
+    inputs = refs if entry.kind == "inplace" else refs[:-1]
+    args = [_read(p.type, t, ref) for p, t, ref in zip(pointers, unit.in_types, inputs)]
+    return _write(pointers[-1].type, unit.out_type, refs[-1], _call(unit, call_name, args))
+
+
+def _c_arg(arg, structs: dict[type, str]) -> str:
+    if arg.kind == "pointer":
+        return f"{storage_ctype(arg.type)}* {arg.name}"
+    if arg.kind == "len":
+        return "uint64_t len"
+    if arg.kind == "strides":
+        return f"const gompute_strides<{arg.type}> strides"
+    return f"const {structs[arg.type]} params"
+
+
+def _gpu_head(unit, entry, structs) -> list[str]:
+    args = ", ".join(_c_arg(a, structs) for a in entry.args)
+    return [
+        f"GOMPUTE_GLOBAL void __launch_bounds__({unit.block_size}) {entry.symbol}({args}) {{",
+        "  for (uint64_t i = gompute_thread_index(); i < len; i += gompute_thread_count()) {",
+    ]
+
+
+def _gpu_contiguous(unit, entry, structs, call_name: str) -> list[str]:
+    refs = [f"{p.name}[i]" for p in _pointers(entry)]
+    return [*_gpu_head(unit, entry, structs), f"    {_element(unit, entry, call_name, refs)}", "  }", "}"]
+
+
+def _gpu_strided(unit, entry, structs, call_name: str) -> list[str]:
+    pointers = _pointers(entry)
+    refs = [f"{p.name}[at[{k}]]" for k, p in enumerate(pointers)]
+    return [
+        *_gpu_head(unit, entry, structs),
+        f"    int64_t at[{len(pointers)}];",
+        "    gompute_offsets(strides, i, at);",
+        f"    {_element(unit, entry, call_name, refs)}",
+        "  }",
+        "}",
+    ]
+
+
+def _rows_template(unit, structs, call_name: str) -> list[str]:
+    """`NAME_rows(in0, ..., out, n[, params])`: the kernel over n contiguous elements, for any
+    storage types (each entry instantiates it with its own)."""
+    n_in = len(unit.in_types)
+    names = [f"S{k}" for k in range(n_in)] + ["SO"]
+    params = [f"const {structs[unit.params_class]}& params"] if unit.params_class is not None else []
+    args = [*(f"const S{k}* in{k}" for k in range(n_in)), "SO* out", "int64_t n", *params]
+    values = [f"(({value_ctype(t)})gompute_value(in{k}[j]))" for k, t in enumerate(unit.in_types)]
+    return [
+        f"template <{', '.join(f'typename {t}' for t in names)}>",
+        f"GOMPUTE_ROWS void {call_name}_rows({', '.join(args)}) {{",
+        f"  for (int64_t j = 0; j < n; ++j) gompute_put(out[j], {_call(unit, call_name, values)});",
+        "}",
+    ]
+
+
+def _rows_call(unit, call_name: str, arrays: list[str], n: str) -> str:
+    params = ["params"] if unit.params_class is not None else []
+    return f"{call_name}_rows({', '.join([*arrays, n, *params])});"
+
+
+def _host_head(unit, entry, structs) -> list[str]:
+    """Block size check and arguments; then the grid-stride loop over this call's block range,
+    whose blocks own one contiguous span of elements, [base, end), per pass over the grid."""
+    bs = f"{unit.block_size}u"
+    lines = [
+        f"GOMPUTE_HOST_ARITY({entry.symbol}, {entry.arity});",
+        f"GOMPUTE_HOST_KERNEL({entry.symbol}) {{",
+        "  const gompute_dim3 block = launch->block_dim;",
+        f"  if ((uint64_t)block.x * block.y * block.z != {bs})",
+        f'    GOMPUTE_TRAP(launch, "{entry.symbol}: launched with a block size other than its block_size, '
+        f'{unit.block_size}");',
+    ]
+    for i, arg in enumerate(entry.args):
+        if arg.kind == "pointer":
+            ctype = storage_ctype(arg.type)
+            lines.append(f"  {ctype}* {arg.name} = ({ctype}*)(uintptr_t)*(const uint64_t*)launch->args[{i}];")
+        elif arg.kind == "len":
+            lines.append(f"  const uint64_t len = *(const uint64_t*)launch->args[{i}];")
+        else:
+            name = "strides" if arg.kind == "strides" else "params"
+            ctype = f"gompute_strides<{arg.type}>" if arg.kind == "strides" else structs[arg.type]
+            lines.append(f"  {ctype} {name};")
+            lines.append(f"  memcpy(&{name}, launch->args[{i}], sizeof {name});")
+    return lines + [
+        "  const gompute_dim3 grid = launch->grid_dim;",
+        f"  const uint64_t stride = (uint64_t)grid.x * grid.y * grid.z * {bs};",
+        f"  const uint64_t span = (launch->block_end - launch->block_begin) * {bs};",
+        f"  for (uint64_t base = launch->block_begin * {bs}; base < len; base += stride) {{",
+        "    const uint64_t end = base + span < len ? base + span : len;",
+    ]
+
+
+def _host_contiguous(unit, entry, structs, call_name: str) -> list[str]:
+    pointers = _pointers(entry)
+    arrays = [f"{p.name} + base" for p in (pointers * 2 if entry.kind == "inplace" else pointers)]
+    return [
+        *_host_head(unit, entry, structs),
+        f"    {_rows_call(unit, call_name, arrays, '(int64_t)(end - base)')}",
+        "  }",
+        "}",
+    ]
+
+
+def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
+    pointers = _pointers(entry)
+    rows = [f"{p.name} + at[{k}]" for k, p in enumerate(pointers)]
+    unit_steps = " && ".join(f"step[{k}] == 1" for k in range(len(pointers)))
+    lines = [
+        *_host_head(unit, entry, structs),
+        "    gompute_runs(strides, base, end, [&](const int64_t* at, const int64_t* step, int64_t n) {",
+        f"      if ({unit_steps}) return {_rows_call(unit, call_name, rows, 'n')}",
+        "      for (int64_t j0 = 0; j0 < n; j0 += GOMPUTE_CHUNK) {",
+        "        const int64_t m = n - j0 < GOMPUTE_CHUNK ? n - j0 : GOMPUTE_CHUNK;",
+    ]
+    for k, p in enumerate(pointers):
+        lines.append(f"        {storage_ctype(p.type)} b{k}[GOMPUTE_CHUNK];")
+    for k in range(len(pointers) - 1):
+        lines.append(f"        gompute_gather(b{k}, {rows[k]} + j0 * step[{k}], step[{k}], m);")
+    out = len(pointers) - 1
+    lines += [
+        f"        {_rows_call(unit, call_name, [f'b{k}' for k in range(len(pointers))], 'm')}",
+        f"        gompute_scatter({rows[out]} + j0 * step[{out}], step[{out}], b{out}, m);",
+        "      }",
+        "    });",
+        "  }",
+        "}",
+    ]
+    return lines

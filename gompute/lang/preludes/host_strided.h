@@ -1,0 +1,76 @@
+// gompute host prelude, strided entry points: a block range walks its elements in runs along the
+// innermost dimension, an odometer carrying the multi-index, so no element costs a division.
+// A run whose arrays all have stride 1 is computed in place; any other goes through chunk
+// buffers (gather, compute, scatter), so the computation vectorizes for broadcast (stride 0) and
+// strided inputs too. Each chunk is read in full before it is written: an output that is exactly
+// one of the inputs (same pointer, same strides) stays correct.
+#define GOMPUTE_CHUNK 128
+
+typedef void (*gompute_run_fn)(void* run, const int64_t* at, const int64_t* step, int64_t n);
+
+// Calls run(at, step, n) for each run of elements [begin, end): n elements of the innermost
+// dimension, the first at element offset at[a] of array a, the next step[a] further on. Compiled
+// once per array count (the runs are called through a pointer), not once per entry point.
+template <int N>
+GOMPUTE_ROWS void gompute_walk(const gompute_strides<N>& s, uint64_t begin, uint64_t end, gompute_run_fn fn, void* run) {
+  const int nd = s.ndim;
+  int64_t at[N], step[N], idx[8];
+  uint64_t rest = begin;
+  for (int a = 0; a < N; ++a) {
+    at[a] = 0;
+    step[a] = nd ? s.strides[a][nd - 1] : 0;
+  }
+  for (int d = nd - 1; d >= 0; --d) {
+    idx[d] = (int64_t)(rest % (uint64_t)s.shape[d]);
+    rest /= (uint64_t)s.shape[d];
+    for (int a = 0; a < N; ++a) at[a] += idx[d] * s.strides[a][d];
+  }
+  if (nd == 0) {
+    if (begin < end) fn(run, at, step, (int64_t)1);
+    return;
+  }
+  const int last = nd - 1;
+  for (uint64_t i = begin; i < end;) {
+    const uint64_t row_left = (uint64_t)(s.shape[last] - idx[last]);
+    const int64_t n = (int64_t)(row_left < end - i ? row_left : end - i);
+    fn(run, at, step, n);
+    i += (uint64_t)n;
+    if (i >= end) break;
+    // The run ended its row: back to the row's start, then carry into the outer dimensions.
+    for (int a = 0; a < N; ++a) at[a] -= idx[last] * step[a];
+    idx[last] = 0;
+    for (int d = last - 1; d >= 0; --d) {
+      for (int a = 0; a < N; ++a) at[a] += s.strides[a][d];
+      if (++idx[d] < s.shape[d]) break;
+      for (int a = 0; a < N; ++a) at[a] -= s.shape[d] * s.strides[a][d];
+      idx[d] = 0;
+    }
+  }
+}
+
+template <int N, typename Run>
+GOMPUTE_FN void gompute_runs(const gompute_strides<N>& s, uint64_t begin, uint64_t end, Run run) {
+  auto call = [](void* r, const int64_t* at, const int64_t* step, int64_t n) { (*(Run*)r)(at, step, n); };
+  gompute_walk<N>(s, begin, end, call, &run);
+}
+
+// Copies between an array's run and a chunk buffer of its own element type.
+template <typename S>
+GOMPUTE_ROWS void gompute_gather(S* b, const S* p, int64_t step, int64_t n) {
+  if (step == 0) {
+    for (int64_t j = 0; j < n; ++j) b[j] = p[0];
+  } else if (step == 1) {
+    for (int64_t j = 0; j < n; ++j) b[j] = p[j];
+  } else {
+    for (int64_t j = 0; j < n; ++j) b[j] = p[j * step];
+  }
+}
+
+template <typename S>
+GOMPUTE_ROWS void gompute_scatter(S* p, int64_t step, const S* b, int64_t n) {
+  if (step == 1) {
+    for (int64_t j = 0; j < n; ++j) p[j] = b[j];
+  } else {
+    for (int64_t j = 0; j < n; ++j) p[j * step] = b[j];
+  }
+}
