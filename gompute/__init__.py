@@ -11,6 +11,7 @@ from .abi import Params
 from .backend import Backend
 from .dim3 import Dim3
 from .interop import asbuffer, from_dlpack
+from .kernel import AutoKernel, Kernel, map, run  # noqa: A004 - g.map is the library's verb
 from .errors import (
     AllocFailed,
     ArgumentError,

@@ -1,0 +1,321 @@
+"""`g.map`, `g.run` and `g.Kernel`: map kernels called straight on arrays.
+
+`g.map(k)` is the AutoKernel policy: each call reads where its arrays live (NumPy and
+other CPU arrays run on the host backend, CUDA arrays on that CUDA device, ROCm arrays on
+HIP), launches on the stream the data is ordered on, and returns the kind of array it was
+given. `g.Kernel(k, backend, ordinal)` is the same call bound to one device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core, abi
+from .backend import Backend
+from .dim3 import Dim3
+from .errors import ArgumentError
+from .interface import arg
+from .interop import asbuffer, describe, stream_handle
+from .lang.kernel import MapKernel
+from .lang.module import pack_strides
+from .runtime import _compute
+from .types import u64
+
+_MAX_DIMS = 8
+
+
+class Kernel:
+    """A map kernel bound to one device: `g.Kernel(scale_relu, g.Backend.cuda, 0)(x, scale=2)`."""
+
+    def __init__(self, kernel: MapKernel, backend: Backend, ordinal: int = 0):
+        if not isinstance(kernel, MapKernel):
+            raise ArgumentError(f"g.Kernel needs a @g.map_kernel function, got {kernel!r}")
+        self.kernel = kernel
+        self.compute = _compute.Compute._open(backend, ordinal)
+        self._arch = None if backend is Backend.host else self.compute.device_info().arch
+        self._launchers: dict[tuple, tuple] = {}
+
+    @property
+    def backend(self) -> Backend:
+        return self.compute.backend
+
+    def __call__(self, *arrays, out=None, stream=None, **params):
+        return _Call(self, arrays, out, stream, params).run()
+
+    def launcher(self, in_storage: tuple, out_storage, kind: str):
+        """(core kernel, entry point) for one storage signature and entry kind, compiled once."""
+        key = (in_storage, out_storage, kind)
+        found = self._launchers.get(key)
+        if found is None:
+            spec = self.kernel.variant(in_storage, out_storage)
+            entry = spec.entry(kind)
+            image = self.kernel.image_of(spec, self.backend.value, self._arch)
+            core = self.compute.load_module(image.data).get_kernel(entry.symbol)
+            found = self._launchers[key] = (core, entry, spec)
+        return found
+
+    def __repr__(self) -> str:
+        return f"<Kernel {self.kernel.name} on {self.backend}:{self.compute.ordinal}>"
+
+
+class AutoKernel:
+    """`g.map(kernel)`: a callable that runs `kernel` wherever its arrays live."""
+
+    def __init__(self, kernel: MapKernel):
+        if not isinstance(kernel, MapKernel):
+            raise ArgumentError(f"g.map needs a @g.map_kernel function, got {kernel!r}")
+        self.kernel = kernel
+        self._bound: dict[tuple[Backend, int], Kernel] = {}
+
+    def bound(self, backend: Backend, ordinal: int) -> Kernel:
+        found = self._bound.get((backend, ordinal))
+        if found is None:
+            found = self._bound[(backend, ordinal)] = Kernel(self.kernel, backend, ordinal)
+        return found
+
+    def __call__(self, *arrays, out=None, stream=None, **params):
+        return _Call(None, arrays, out, stream, params, auto=self).run()
+
+    def __repr__(self) -> str:
+        return f"<g.map {self.kernel.name}>"
+
+
+def map(kernel: MapKernel) -> AutoKernel:  # noqa: A001 - the library's verb
+    """`g.map(k)(*arrays, out=None, stream=None, **params)`: run `k` on arrays of any framework."""
+    return AutoKernel(kernel)
+
+
+def run(kernel: MapKernel, array, *, stream=None, **params):
+    """The seed's `run`: `kernel` applied to `array` in place; returns `array`."""
+    return AutoKernel(kernel)(array, out=array, stream=stream, **params)
+
+
+class _Call:
+    """One call: read the arrays, choose device, stream, output and entry point, launch."""
+
+    def __init__(self, bound: Kernel | None, arrays, out, stream, params, auto: AutoKernel | None = None):
+        self.bound, self.auto, self.arrays, self.out, self.stream, self.params = bound, auto, arrays, out, stream, params
+        self.kernel = (bound or auto).kernel
+        self.finish = _same
+
+    def run(self):
+        k = self.kernel
+        if len(self.arrays) != k.arity:
+            raise ArgumentError(f"{k.name} takes {k.arity} array(s), got {len(self.arrays)}")
+        packed = self._pack_params()
+        wanted = self._wanted_stream()
+        inputs = [self._import(a, wanted) for a in self.arrays]
+        bound = self.bound or self.auto.bound(inputs[0].backend, inputs[0].device)
+        self._check_devices(bound, inputs)
+        shape = self._broadcast(inputs)
+        out_storage = None if self.out is None else asbuffer(self.out).dtype
+        spec = k.variant(tuple(b.dtype for b in inputs), out_storage)
+        result, out = self._output(bound, inputs, shape, spec.out_type)
+        launch_stream = self._launch_stream(bound, inputs, wanted)
+        if out.size:
+            self._launch(bound, inputs, out, shape, packed, launch_stream)
+        return self.finish(result)
+
+    # -- arguments ----------------------------------------------------------------------
+
+    def _pack_params(self) -> bytes | None:
+        cls = self.kernel.params_class
+        if cls is None:
+            if self.params:
+                raise ArgumentError(f"{self.kernel.name} takes no params, got {', '.join(sorted(self.params))}")
+            return None
+        return abi.pack(cls, **self.params)
+
+    def _wanted_stream(self) -> int | None:
+        """The stream to launch on, if known before reading the arrays."""
+        if self.stream is not None:
+            return stream_handle(self.stream)
+        return _framework_stream(self.arrays[0])
+
+    def _import(self, array, wanted: int | None) -> _core.Buffer:
+        buffer = asbuffer(array, stream=wanted)
+        if not buffer.typed:
+            buffer = buffer.view(np.uint8, buffer.nbytes)
+        return buffer
+
+    def _check_devices(self, bound: Kernel, buffers) -> None:
+        where = (bound.backend, bound.compute.ordinal)
+        for array, buffer in zip(self.arrays, buffers):
+            if (buffer.backend, buffer.device) != where:
+                raise ArgumentError(
+                    f"{self.kernel.name}: {describe(array)} is on {buffer.backend}:{buffer.device}, but the call "
+                    f"runs on {where[0]}:{where[1]}; move it there first"
+                )
+
+    def _broadcast(self, buffers) -> tuple[int, ...]:
+        try:
+            return np.broadcast_shapes(*(b.shape for b in buffers))
+        except ValueError:
+            shapes = ", ".join(str(tuple(b.shape)) for b in buffers)
+            raise ArgumentError(f"{self.kernel.name}: input shapes {shapes} do not broadcast together") from None
+
+    # -- output -------------------------------------------------------------------------
+
+    def _output(self, bound: Kernel, inputs, shape, out_type):
+        """(what the call returns, its Buffer)."""
+        if self.out is not None:
+            out = asbuffer(self.out)
+            if out.readonly:
+                raise ArgumentError(f"{self.kernel.name}: {describe(self.out)} is read-only and cannot be an output")
+            if tuple(out.shape) != tuple(shape):
+                raise ArgumentError(
+                    f"{self.kernel.name}: out has shape {tuple(out.shape)}, the inputs broadcast to {tuple(shape)}"
+                )
+            _check_overlap(self.kernel.name, inputs, out)
+            return self.out, out
+        result, self.finish = _empty_like(self.arrays[0], bound, shape, out_type)
+        return result, asbuffer(result)
+
+    # -- launch -------------------------------------------------------------------------
+
+    def _launch_stream(self, bound: Kernel, inputs, wanted: int | None) -> _core.Stream | None:
+        if bound.backend is Backend.host:
+            return None
+        device = bound.compute._live()
+        stream = device.wrap_stream(wanted) if wanted is not None else None
+        for buffer in inputs:  # a CUDA Array Interface producer's own stream
+            if buffer.stream is not None and (stream is None or buffer.stream.handle != stream.handle):
+                if stream is None:
+                    stream = buffer.stream
+                else:
+                    ready = device.create_event(False)
+                    ready.record(buffer.stream)
+                    ready.wait(stream)
+        return stream
+
+    def _launch(self, bound: Kernel, inputs, out, shape, packed, stream) -> None:
+        storage = tuple(b.dtype for b in inputs)
+        n = out.size
+        kind = _entry_kind(inputs, out, shape)
+        core, entry, spec = bound.launcher(storage, out.dtype, kind)
+        pointers = [out.arg_ptr()] if kind == "inplace" else [b.arg_ptr() for b in (*inputs, out)]
+        args = [*pointers, arg(u64(n))]
+        if kind == "strided":
+            args.append(arg(pack_strides(*_collapsed(shape, inputs, out))))
+        if packed is not None:
+            args.append(arg(packed))
+        block = self.kernel.block_size
+        grid = Dim3(min((n + block - 1) // block, 2**31 - 1))
+        host = bound.backend is Backend.host
+        # On the host the result is ready on return (NumPy has no streams); a GPU result is
+        # ordered on `stream` and the next user of `out` waits for it there.
+        core.launch(grid, Dim3(block), 0, args, stream, wait=host)
+        if not host:
+            out.stream = stream
+
+
+def _entry_kind(inputs, out, shape) -> str:
+    contiguous = out.c_contiguous and all(tuple(b.shape) == tuple(shape) and b.c_contiguous for b in inputs)
+    if not contiguous:
+        return "strided"
+    if len(inputs) == 1 and _same_view(inputs[0], out) and inputs[0].dtype is out.dtype:
+        return "inplace"  # the seed's (data, len, params) entry
+    return "map"
+
+
+def _same_view(a: _core.Buffer, b: _core.Buffer) -> bool:
+    return a.data_addr() == b.data_addr() and tuple(a.strides) == tuple(b.strides) and tuple(a.shape) == tuple(b.shape)
+
+
+def _byte_range(b: _core.Buffer) -> tuple[int, int]:
+    if b.size == 0:
+        return 0, 0
+    lo = sum((n - 1) * s for n, s in zip(b.shape, b.strides) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(b.shape, b.strides) if s > 0)
+    return b.data_addr() + lo, b.data_addr() + hi + b.dtype.itemsize
+
+
+def _check_overlap(name: str, inputs, out) -> None:
+    """Refuse an output that overlaps an input without being the very same view of it."""
+    o_lo, o_hi = _byte_range(out)
+    for i, b in enumerate(inputs):
+        lo, hi = _byte_range(b)
+        if lo < o_hi and o_lo < hi and not (_same_view(b, out) and b.dtype.itemsize == out.dtype.itemsize):
+            raise ArgumentError(
+                f"{name}: out overlaps input {i} without being the same view of it, so results would depend on "
+                "the order elements are computed in; pass a separate output array"
+            )
+
+
+def _collapsed(shape, inputs, out):
+    """(shape, element strides per array) with the inputs broadcast to `shape`, dims of
+    extent 1 dropped, and neighbouring dims merged wherever every array allows it."""
+    arrays = [*inputs, out]
+    table = [_element_strides(b, shape) for b in arrays]
+    merged_shape: list[int] = []
+    merged = [[] for _ in arrays]
+    for d, extent in enumerate(shape):
+        if extent == 1:
+            continue
+        if merged_shape and all(m[-1] == t[d] * extent for m, t in zip(merged, table)):
+            merged_shape[-1] *= extent
+            for m, t in zip(merged, table):
+                m[-1] = t[d]
+        else:
+            merged_shape.append(extent)
+            for m, t in zip(merged, table):
+                m.append(t[d])
+    if len(merged_shape) > _MAX_DIMS:
+        raise ArgumentError(f"these arrays need {len(merged_shape)} dimensions even merged; kernels take at most {_MAX_DIMS}")
+    return tuple(merged_shape), [tuple(m) for m in merged]
+
+
+def _element_strides(b: _core.Buffer, shape) -> list[int]:
+    """`b`'s strides in elements over `shape`, 0 along the dims it is broadcast in."""
+    itemsize = b.dtype.itemsize
+    if any(s % itemsize for s in b.strides):
+        raise ArgumentError(f"an array with strides {tuple(b.strides)} bytes is not made of whole {b.dtype} elements")
+    pad = len(shape) - len(b.shape)
+    return [0] * pad + [0 if e == 1 else s // itemsize for e, s in zip(b.shape, b.strides)]
+
+
+# ---- where results and streams come from ---------------------------------------------------
+
+
+def _framework_stream(array) -> int | None:
+    """The current stream of a PyTorch or CuPy CUDA array's framework, else None."""
+    module = type(array).__module__.split(".")[0]
+    if module == "torch" and getattr(array, "is_cuda", False):
+        import torch
+
+        return torch.cuda.current_stream(array.device).cuda_stream
+    if module == "cupy":
+        import cupy
+
+        return cupy.cuda.get_current_stream().ptr
+    return None
+
+
+def _empty_like(array, bound: Kernel, shape, dtype):
+    """A new array of `array`'s own library (NumPy, PyTorch, CuPy, ...) on the call's device:
+    (the array, a function turning it into what the call returns).
+
+    JAX arrays are immutable: the result is a gompute Buffer handed back through DLPack.
+    gompute Buffers, and arrays with no array namespace, give a Buffer (NumPy on host).
+    """
+    if isinstance(array, _core.Buffer):
+        return bound.compute.empty(shape, dtype), _same
+    module = type(array).__module__.split(".")[0]
+    if module in ("jax", "jaxlib"):
+        import jax.numpy as jnp
+
+        return bound.compute.empty(shape, dtype), jnp.from_dlpack
+    try:
+        import array_api_compat
+
+        xp = array_api_compat.array_namespace(array)
+    except (ImportError, TypeError):
+        if bound.backend is Backend.host:
+            return np.empty(shape, dtype.dtype), _same
+        return bound.compute.empty(shape, dtype), _same
+    name = "bool" if dtype.name == "bool_" else "bfloat16" if dtype.dtype is None else np.dtype(dtype.dtype).name
+    return xp.empty(shape, dtype=getattr(xp, name), device=array_api_compat.device(array)), _same
+
+
+def _same(x):
+    return x

@@ -1,0 +1,257 @@
+"""g.map, g.run and g.Kernel on NumPy arrays, torch CPU tensors and gompute Buffers (host backend)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gompute as g
+
+from .kernels import add, axpy, double, is_positive, scale_relu
+
+rng = np.random.default_rng(7)
+
+
+def expected_scale_relu(x, scale):
+    return np.maximum(x * np.float32(scale), 0).astype(np.float32)
+
+
+# ---- NumPy -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 7, 256, 1000, 100_003])
+def test_map_on_numpy_returns_a_new_numpy_array(n):
+    x = rng.standard_normal(n).astype(np.float32)
+    y = g.map(scale_relu)(x, scale=2)
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32 and y.shape == x.shape
+    np.testing.assert_array_equal(y, expected_scale_relu(x, 2))
+
+
+def test_out_is_x_maps_in_place_and_returns_x():
+    x = rng.standard_normal(4096).astype(np.float32)
+    want = expected_scale_relu(x, 3)
+    result = g.map(scale_relu)(x, out=x, scale=3)
+    assert result is x
+    np.testing.assert_array_equal(x, want)
+
+
+def test_run_is_in_place():
+    x = rng.standard_normal((64, 33)).astype(np.float32)
+    want = expected_scale_relu(x, 0.5)
+    assert g.run(scale_relu, x, scale=0.5) is x
+    np.testing.assert_array_equal(x, want)
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda a: a.T,
+        lambda a: a[::3],
+        lambda a: a[5:, 2:],
+        lambda a: a[::-1],
+        lambda a: a[:, ::-2],
+        lambda a: a[1:-1:2, ::-3].T,
+    ],
+    ids=["transpose", "step", "offset", "reversed", "neg-step-cols", "mixed"],
+)
+def test_non_contiguous_inputs_read_the_right_elements(view):
+    base = rng.standard_normal((40, 30)).astype(np.float32)
+    x = view(base)
+    y = g.map(scale_relu)(x, scale=1.5)
+    np.testing.assert_array_equal(y, expected_scale_relu(x, 1.5))
+    assert y.flags.c_contiguous
+
+
+def test_non_contiguous_output():
+    x = rng.standard_normal((20, 30)).astype(np.float32)
+    out = np.zeros((30, 20), np.float32).T
+    g.map(scale_relu)(x, out=out, scale=2)
+    np.testing.assert_array_equal(out, expected_scale_relu(x, 2))
+
+
+def test_broadcasting_follows_numpy():
+    a = rng.standard_normal((5, 1)).astype(np.float64)
+    x = rng.standard_normal((1, 7)).astype(np.float64)
+    y = np.float64(0.25)
+    z = g.map(axpy)(a, x, np.asarray(y))
+    np.testing.assert_allclose(z, a * x + y, rtol=0, atol=0)
+    assert z.shape == (5, 7)
+    b = np.broadcast_to(rng.standard_normal(7), (5, 7))  # stride 0
+    np.testing.assert_array_equal(g.map(axpy)(a, b, b), a * b + b)
+
+
+def test_shapes_that_do_not_broadcast_are_refused():
+    with pytest.raises(g.ArgumentError, match=r"\(3,\).*\(4,\).*do not broadcast"):
+        g.map(axpy)(np.ones(3), np.ones(4), np.ones(3))
+
+
+def test_zero_size_and_zero_d():
+    empty = np.zeros((0, 4), np.float32)
+    y = g.map(scale_relu)(empty, scale=1)
+    assert y.shape == (0, 4) and y.dtype == np.float32
+    scalar = np.asarray(np.float32(-3))
+    assert g.map(scale_relu)(scalar, scale=-1).shape == ()
+    assert float(g.map(scale_relu)(scalar, scale=-1)) == 3.0
+
+
+def test_generic_kernels_specialize_per_dtype():
+    for dtype in (np.int8, np.int32, np.uint16, np.float32, np.float64):
+        x = (rng.integers(-50, 50, 100) if np.dtype(dtype).kind != "u" else rng.integers(0, 50, 100)).astype(dtype)
+        y = g.map(add)(x, x)
+        assert y.dtype == dtype
+        np.testing.assert_array_equal(y, x + x)
+    i, f = np.arange(5, dtype=np.int32), np.arange(5, dtype=np.float32)
+    assert g.map(add)(i, f).dtype == np.result_type(i, f)
+
+
+def test_inputs_convert_only_when_exact():
+    small = np.arange(-5, 5, dtype=np.int16)
+    np.testing.assert_array_equal(g.map(scale_relu)(small, scale=2), expected_scale_relu(small.astype(np.float32), 2))
+    with pytest.raises(g.ArgumentError, match=r"int64.*f32|f32.*int64"):
+        g.map(scale_relu)(np.arange(5, dtype=np.int64), scale=2)
+    with pytest.raises(g.ArgumentError, match=r"float64.*f32|f32.*float64"):
+        g.map(scale_relu)(np.ones(5), scale=2)
+
+
+def test_out_dtype_may_widen_exactly():
+    x = rng.standard_normal(50).astype(np.float32)
+    out = np.empty(50, np.float64)
+    g.map(scale_relu)(x, out=out, scale=2)
+    np.testing.assert_array_equal(out, expected_scale_relu(x, 2).astype(np.float64))
+    with pytest.raises(g.ArgumentError):
+        g.map(scale_relu)(x, out=np.empty(50, np.float16), scale=2)
+
+
+def test_bool_results():
+    x = rng.standard_normal(300).astype(np.float32)
+    y = g.map(is_positive)(x)
+    assert y.dtype == np.bool_
+    np.testing.assert_array_equal(y, x > 0)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [({}, "scale"), ({"scale": 1, "bias": 2}, "bias"), ({"scale": 1e39}, "overflow")],
+    ids=["missing", "unknown", "out-of-range"],
+)
+def test_params_are_checked_before_any_launch(params, match):
+    x = np.ones(10, np.float32)
+    before = g.runtime.stats()["launches"]
+    with pytest.raises(g.ArgumentError, match=match):
+        g.map(scale_relu)(x, **params)
+    assert g.runtime.stats()["launches"] == before
+    with pytest.raises(g.ArgumentError, match="takes no params"):
+        g.map(double)(x, scale=2)
+
+
+def test_wrong_number_of_arrays():
+    with pytest.raises(g.ArgumentError, match="takes 3 array"):
+        g.map(axpy)(np.ones(3), np.ones(3))
+
+
+def test_out_aliasing_an_input_exactly_is_fine():
+    x = rng.standard_normal((30, 20))
+    y = rng.standard_normal((30, 20))
+    want = x + y
+    g.map(add)(x, y, out=y)
+    np.testing.assert_array_equal(y, want)
+    xt = x.T
+    want = xt + xt
+    g.map(add)(xt, xt, out=xt)
+    np.testing.assert_array_equal(xt, want)
+
+
+def test_out_partly_overlapping_an_input_is_refused():
+    a = np.arange(20, dtype=np.float64)
+    with pytest.raises(g.ArgumentError, match="overlaps input 0"):
+        g.map(add)(a[:10], a[:10], out=a[5:15])
+
+
+def test_read_only_out_is_refused():
+    x = np.ones(8, np.float32)
+    frozen = np.zeros(8, np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(g.ArgumentError, match="read-only"):
+        g.map(scale_relu)(x, out=frozen, scale=1)
+
+
+def test_out_of_the_wrong_shape_is_refused():
+    with pytest.raises(g.ArgumentError, match="shape"):
+        g.map(double)(np.ones(8), out=np.ones(9))
+
+
+def test_a_second_call_compiles_nothing():
+    x = np.ones(1000, np.float32)
+    k = g.map(scale_relu)
+    k(x, scale=1)
+    loads = g.runtime.stats()["modules_loaded"]
+    for _ in range(5):
+        k(x, scale=1)
+    assert g.runtime.stats()["modules_loaded"] == loads
+
+
+def test_bound_kernel_on_host():
+    k = g.Kernel(scale_relu, g.Backend.host, 0)
+    x = rng.standard_normal(77).astype(np.float32)
+    np.testing.assert_array_equal(k(x, scale=2), expected_scale_relu(x, 2))
+
+
+def test_non_kernels_are_refused():
+    with pytest.raises(g.ArgumentError, match="map_kernel"):
+        g.map(lambda x: x)
+
+
+# ---- gompute Buffers ---------------------------------------------------------------------
+
+
+def test_map_on_buffers_returns_a_buffer():
+    with g.runtime.host.Compute.init() as c:
+        x = rng.standard_normal(500).astype(np.float32)
+        buf = c.empty(500, g.f32)
+        np.asarray(buf)[:] = x
+        y = g.map(scale_relu)(buf, scale=2)
+        assert isinstance(y, g.Buffer) and y.shape == (500,) and y.dtype is g.f32
+        np.testing.assert_array_equal(np.asarray(y), expected_scale_relu(x, 2))
+        g.run(scale_relu, buf, scale=2)
+        np.testing.assert_array_equal(np.asarray(buf), expected_scale_relu(x, 2))
+
+
+def test_untyped_buffers_map_as_bytes():
+    with g.runtime.host.Compute.init() as c:
+        raw = c.alloc(16)
+        raw.upload(np.arange(16, dtype=np.uint8))
+        y = g.map(double)(raw)
+        np.testing.assert_array_equal(np.asarray(y), np.arange(16, dtype=np.uint8) * 2)
+
+
+# ---- PyTorch (CPU) -------------------------------------------------------------------------
+
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+
+
+def test_map_on_torch_returns_a_tensor():
+    t = torch.randn(1000)
+    y = g.map(scale_relu)(t, scale=2)
+    assert isinstance(y, torch.Tensor) and y.dtype == torch.float32
+    np.testing.assert_array_equal(y.numpy(), expected_scale_relu(t.numpy(), 2))
+
+
+def test_map_on_torch_views_and_in_place():
+    t = torch.randn(30, 40)
+    view = t.t()[::2]
+    want = expected_scale_relu(view.numpy(), 3)
+    g.map(scale_relu)(view, out=view, scale=3)
+    np.testing.assert_array_equal(view.numpy(), want)
+
+
+def test_pipeline_numpy_map_torch_map_numpy_shares_memory():
+    x = rng.standard_normal(4096).astype(np.float32)
+    y = g.map(scale_relu)(x, scale=2)                 # numpy in, numpy out
+    t = torch.from_dlpack(y)                          # no copy
+    assert t.data_ptr() == y.ctypes.data
+    t.mul_(3)                                         # torch op
+    g.map(scale_relu)(t, out=t, scale=0.5)            # g.map on the tensor, in place
+    back = np.from_dlpack(t)
+    assert back.ctypes.data == y.ctypes.data
+    np.testing.assert_allclose(back, expected_scale_relu(x, 2) * 3 * 0.5, rtol=1e-6)
