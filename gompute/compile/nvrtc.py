@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import re
+import site
 from pathlib import Path
 
 from ..errors import CompileError
@@ -125,21 +127,51 @@ def parse_arch(arch: str) -> tuple[str, int]:
 
 @functools.lru_cache(maxsize=1)
 def load() -> Nvrtc:
-    """NVRTC, or a CompileError saying how to get it."""
+    """NVRTC, or a CompileError saying how to get it.
+
+    `GOMPUTE_LIBNVRTC=/path/libnvrtc.so` wins; then cuda-pathfinder; without it, the
+    libraries that NVIDIA's wheels (also PyTorch's and CuPy's dependencies), a CUDA
+    toolkit or the system loader provide.
+    """
+    override = os.environ.get("GOMPUTE_LIBNVRTC")
+    if override:
+        return _open(override, "from GOMPUTE_LIBNVRTC")
+    tried = []
     try:
         from cuda import pathfinder
-    except ImportError:
-        raise CompileError(
-            "compiling CUDA kernels needs NVRTC: pip install 'gompute[cuda]' "
-            "(nvidia-cuda-nvrtc and cuda-pathfinder)"
-        ) from None
-    try:
+
         loaded = pathfinder.load_nvidia_dynamic_lib("nvrtc")
+        return Nvrtc(ctypes.CDLL(loaded.abs_path), loaded.abs_path)
+    except ImportError:
+        tried.append("cuda-pathfinder (not installed)")
     except Exception as e:  # pathfinder's several not-found errors
-        raise CompileError(
-            f"NVRTC was not found ({e}); pip install nvidia-cuda-nvrtc, or install a CUDA toolkit"
-        ) from None
-    return Nvrtc(ctypes.CDLL(loaded.abs_path), loaded.abs_path)
+        tried.append(f"cuda-pathfinder ({e})")
+    for candidate in _fallback_paths():
+        try:
+            return Nvrtc(ctypes.CDLL(candidate), candidate)
+        except OSError:
+            tried.append(candidate)
+    raise CompileError(
+        f"compiling CUDA kernels needs NVRTC, which was not found (tried {', '.join(tried)}); "
+        "pip install 'gompute[cuda]' (nvidia-cuda-nvrtc and cuda-pathfinder), or install a CUDA toolkit"
+    )
+
+
+def _open(path: str, how: str) -> Nvrtc:
+    try:
+        return Nvrtc(ctypes.CDLL(path), path)
+    except OSError as e:
+        raise CompileError(f"cannot load NVRTC at {path} ({how}): {e}") from None
+
+
+def _fallback_paths() -> list[str]:
+    """libnvrtc in NVIDIA's wheels, a CUDA toolkit, then the loader's own search."""
+    found = []
+    for root in map(Path, site.getsitepackages() + [site.getusersitepackages()]):
+        found += sorted(str(p) for p in root.glob("nvidia/*/lib/libnvrtc.so*") if "builtins" not in p.name)
+    for home in filter(None, (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")):
+        found += sorted(str(p) for p in Path(home, "lib64").glob("libnvrtc.so*") if "builtins" not in p.name)
+    return found + ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"]
 
 
 def available() -> bool:
