@@ -320,9 +320,11 @@ def main() -> int:
         return 0
     check = Check()
     scenarios(gpu, check)
+    from gpu_interop import interop_scenarios
     from gpu_kernels import kernel_scenarios
 
     kernel_scenarios(gpu, check)
+    interop_scenarios(gpu, check)
     table = check.table()
     print("\n" + table)
     if args.save:

@@ -1,7 +1,7 @@
 """Type stubs for gompute._core, the C++ core (csrc/bindings.cpp)."""
 
-from collections.abc import Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .backend import Backend
 from .types import ScalarType

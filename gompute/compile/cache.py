@@ -20,8 +20,8 @@ import shutil
 import tempfile
 import uuid
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from filelock import FileLock
 

@@ -98,7 +98,7 @@ def _target_cpu(command: tuple[str, ...]) -> str:
     return f"{platform.machine()}-{platform.processor() or 'unknown'}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _find(candidates: tuple[tuple[str, ...], ...], path: str) -> HostCompiler:
     for command in candidates:
         version = _version(command)

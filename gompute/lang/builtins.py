@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import builtins as _py
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .. import types as T
 from .types import Type, concrete, float_of, promote_all

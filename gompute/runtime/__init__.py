@@ -4,8 +4,8 @@
 """
 
 from .. import _core
-from ._compute import DeviceInfo, device_info, shutdown
 from . import cuda, dynamic, hip, host
+from ._compute import DeviceInfo, device_info, shutdown
 
 __all__ = ["cuda", "device_info", "DeviceInfo", "dynamic", "hip", "host", "shutdown", "stats"]
 

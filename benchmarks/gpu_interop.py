@@ -1,0 +1,174 @@
+"""gpu_check.py's interop scenarios: g.map on CuPy arrays and PyTorch CUDA tensors, on their
+own non-default streams, with no user synchronization; round trips without copies; dispatch
+overhead and bandwidth beside CuPy and PyTorch doing the same work.
+
+gpu_check.py calls `interop_scenarios(gpu, check)`; scenarios needing CuPy or PyTorch are
+skipped (listed as such) when the framework is missing.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from gpu_kernels import scale_relu
+
+import gompute as g
+
+
+@g.map_kernel(block_size=256)
+def fused(a: g.f32, x: g.f32, y: g.f32) -> g.f32:
+    return g.clamp(a * x + y, g.f32(-1), g.f32(1))
+
+
+def _try_import(name):
+    try:
+        return __import__(name)
+    except Exception:  # noqa: BLE001 - a broken install counts as missing
+        return None
+
+
+def expected(x: np.ndarray, scale: float) -> np.ndarray:
+    return np.maximum(x * np.float32(scale), 0).astype(np.float32)
+
+
+def interop_scenarios(gpu, check) -> None:
+    cupy, torch = _try_import("cupy"), _try_import("torch")
+    if torch is not None and not torch.cuda.is_available():
+        torch = None
+    rng = np.random.default_rng(1)
+    host = rng.standard_normal(1 << 20).astype(np.float32)
+
+    def round_trips():
+        buf = gpu.empty(host.shape, g.f32)
+        buf.upload(host)
+        notes = []
+        if cupy is not None:
+            c = cupy.asarray(buf)  # __cuda_array_interface__
+            assert c.data.ptr == buf.data_addr()
+            back = g.asbuffer(c)
+            assert back.data_addr() == buf.data_addr()
+            c2 = cupy.from_dlpack(buf)
+            assert c2.data.ptr == buf.data_addr()
+            notes.append("cupy")
+        if torch is not None:
+            t = torch.from_dlpack(buf)
+            assert t.data_ptr() == buf.data_addr()
+            assert g.asbuffer(t).data_addr() == t.data_ptr()
+            notes.append("torch")
+            if cupy is not None:
+                c3 = cupy.from_dlpack(t)
+                assert g.asbuffer(c3).data_addr() == t.data_ptr()
+        if not notes:
+            return "skipped: neither CuPy nor PyTorch (CUDA) is installed"
+        return f"Buffer <-> {' <-> '.join(notes)}: same pointers, no copies"
+
+    def cupy_streams():
+        if cupy is None:
+            return "skipped: CuPy is not installed"
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            x = cupy.asarray(host)
+            y = g.map(scale_relu)(x, scale=2)       # on CuPy's current stream
+            z = y * 3                                # CuPy's next op sees y
+            g.map(scale_relu)(z, out=z, scale=0.5)   # in place
+            t = x.T if x.ndim > 1 else x[::2]
+            w = g.map(scale_relu)(t, scale=1)        # strided view
+            result, strided = cupy.asnumpy(z, stream=stream), cupy.asnumpy(w, stream=stream)
+        stream.synchronize()
+        assert isinstance(y, cupy.ndarray)
+        np.testing.assert_allclose(result, expected(host, 2) * 3 * 0.5, rtol=1e-6)
+        np.testing.assert_array_equal(strided, expected(host[::2], 1))
+        return "g.map on a non-default CuPy stream, results right with no user sync; strided view right"
+
+    def torch_streams():
+        if torch is None:
+            return "skipped: PyTorch with CUDA is not installed"
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            x = torch.from_numpy(host).cuda(non_blocking=True)
+            y = g.map(scale_relu)(x, scale=2)
+            z = y * 3
+            g.map(scale_relu)(z, out=z, scale=0.5)
+            view = x.view(1024, 1024).t()
+            w = g.map(scale_relu)(view, scale=1)
+            result, strided = z.cpu(), w.cpu()
+        assert isinstance(y, torch.Tensor) and y.is_cuda
+        np.testing.assert_allclose(result.numpy(), expected(host, 2) * 3 * 0.5, rtol=1e-6)
+        np.testing.assert_array_equal(strided.numpy(), expected(host.reshape(1024, 1024).T, 1))
+        return "g.map on a non-default torch stream, results right with no user sync; transposed view right"
+
+    def mixed_pipeline():
+        if torch is None or cupy is None:
+            return "skipped: needs both CuPy and PyTorch"
+        t = torch.from_numpy(host).cuda()
+        a = g.map(scale_relu)(t, scale=2)            # torch -> torch
+        c = cupy.from_dlpack(a)                      # -> cupy, no copy
+        b = g.map(scale_relu)(c, scale=0.5)          # cupy -> cupy
+        out = torch.from_dlpack(b)                   # -> torch
+        assert c.data.ptr == a.data_ptr()
+        np.testing.assert_allclose(out.cpu().numpy(), expected(host, 1), rtol=1e-6)
+        return "torch -> g.map -> cupy -> g.map -> torch, no copies, no device sync"
+
+    def dispatch_overhead():
+        if cupy is None:
+            return "skipped: CuPy is not installed"
+        x = cupy.ones(1, dtype=cupy.float32)
+        k = g.map(scale_relu)
+        ew = cupy.ElementwiseKernel("float32 s", "float32 x", "float y = x * s; x = y > 0 ? y : 0", "scale_relu_ew")
+        count = 5000
+
+        def per_call(fn):
+            for _ in range(50):
+                fn()
+            cupy.cuda.get_current_stream().synchronize()
+            start = time.perf_counter()
+            for _ in range(count):
+                fn()
+            cupy.cuda.get_current_stream().synchronize()
+            return (time.perf_counter() - start) / count * 1e6
+
+        ours = [per_call(lambda: k(x, out=x, scale=1)) for _ in range(3)]
+        theirs = [per_call(lambda: ew(np.float32(1), x)) for _ in range(3)]
+        return f"cached g.map {np.median(ours):.1f} us/call, CuPy ElementwiseKernel {np.median(theirs):.1f} us/call"
+
+    def bandwidth():
+        if cupy is None:
+            return "skipped: CuPy is not installed"
+        n = 100_000_000
+        a, x, y = (cupy.random.standard_normal(n, dtype=cupy.float32) for _ in range(3))
+        out = cupy.empty_like(x)
+        k1, k3 = g.map(scale_relu), g.map(fused)
+
+        def ms(fn, repeats=5):
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            fn()
+            times = []
+            for _ in range(repeats):
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                times.append(cupy.cuda.get_elapsed_time(start, end))
+            return float(np.median(times))
+
+        copy = ms(lambda: out.__setitem__(slice(None), x))
+        one = ms(lambda: k1(x, out=out, scale=2))
+        three = ms(lambda: k3(a, x, y, out=out))
+        ew = cupy.ElementwiseKernel("float32 a, float32 x, float32 y", "float32 o", "o = min(max(a * x + y, -1.0f), 1.0f)", "fused_ew")
+        cupy_three = ms(lambda: ew(a, x, y, out))
+        gb = lambda arrays, t: arrays * n * 4 / (t / 1e3) / 1e9  # noqa: E731
+        return (
+            f"1e8 f32: copy {gb(2, copy):.0f} GB/s; scale_relu {gb(2, one):.0f} GB/s ({copy / one:.2f}x copy); "
+            f"fused 3-input {gb(4, three):.0f} GB/s vs CuPy ElementwiseKernel {gb(4, cupy_three):.0f} GB/s"
+        )
+
+    for name, fn in [
+        ("CuPy / torch / Buffer round trips", round_trips),
+        ("g.map on a CuPy stream", cupy_streams),
+        ("g.map on a torch stream", torch_streams),
+        ("torch -> cupy pipeline", mixed_pipeline),
+        ("dispatch overhead vs CuPy", dispatch_overhead),
+        ("g.map bandwidth at 1e8", bandwidth),
+    ]:
+        check.run(name, fn)
