@@ -6,6 +6,7 @@
 #include <functional>
 #include <mutex>
 
+#include "dispatch.h"
 #include "interop.h"
 #include "pyglue.h"
 #include "runtime.h"
@@ -221,6 +222,18 @@ PYBIND11_MODULE(_core, m) {
   m.def("wrap_pointer", wrap_pointer, py::arg("kind"), py::arg("ordinal"), py::arg("ptr"), py::arg("code"),
         py::arg("bits"), py::arg("shape"), py::arg("strides"), py::arg("readonly"), py::arg("owner"), py::arg("what"),
         "Someone else's array as a Buffer; `owner` is kept alive with it.");
+  py::class_<FastMap>(m, "FastMap", "g.map's cache of launches for contiguous host arrays (see dispatch.cpp).")
+      .def(py::init([](int arity, uint32_t block_size, const std::vector<std::tuple<std::string, size_t, char, int>>& fields,
+                       size_t params_size, bool has_params) {
+             std::vector<ParamField> table;
+             for (const auto& [name, offset, kind, bits] : fields) table.push_back({name, offset, kind, bits});
+             return std::make_unique<FastMap>(arity, block_size, std::move(table), params_size, has_params);
+           }),
+           py::arg("arity"), py::arg("block_size"), py::arg("fields"), py::arg("params_size"), py::arg("has_params"))
+      .def("remember", &FastMap::remember, py::arg("inputs"), py::arg("out"), py::arg("inplace"), py::arg("kernel"),
+           py::arg("dtype"))
+      .def("call", &FastMap::call, py::arg("arrays"), py::arg("out"), py::arg("params"),
+           "The call's result, or None when the general path must take it.");
   m.def("stats", &stats_dict, "Counters of contexts, module loads and cache hits, buffers and launches.");
   m.def(
       "shutdown",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _core, abi
+from . import _core, abi, types
 from .backend import Backend
 from .dim3 import Dim3
 from .errors import ArgumentError
@@ -66,6 +66,7 @@ class AutoKernel:
             raise ArgumentError(f"g.map needs a @g.map_kernel function, got {kernel!r}")
         self.kernel = kernel
         self._bound: dict[tuple[Backend, int], Kernel] = {}
+        self._fast = _fast_map(kernel)
 
     def bound(self, backend: Backend, ordinal: int) -> Kernel:
         found = self._bound.get((backend, ordinal))
@@ -74,7 +75,17 @@ class AutoKernel:
         return found
 
     def __call__(self, *arrays, out=None, stream=None, **params):
+        if stream is None:  # a cached call on contiguous host arrays: all in C++
+            result = self._fast.call(arrays, out, params)
+            if result is not None:
+                return result
         return _Call(None, arrays, out, stream, params, auto=self).run()
+
+    def remember(self, inputs, out: _core.Buffer, kind: str, core: _core.Kernel) -> None:
+        """Lets the fast path take later calls like this one (contiguous, on the host)."""
+        signature = "".join(_FORMATS[b.dtype] for b in inputs)
+        default_out = self.kernel.variant(tuple(b.dtype for b in inputs)).out_type
+        self._fast.remember(signature, _FORMATS[out.dtype], kind == "inplace", core, default_out.dtype)
 
     def __repr__(self) -> str:
         return f"<g.map {self.kernel.name}>"
@@ -207,6 +218,22 @@ class _Call:
         core.launch(grid, Dim3(block), 0, args, stream, wait=host)
         if not host:
             out.stream = stream
+        elif self.auto is not None and kind != "strided" and out.dtype in _FORMATS:
+            self.auto.remember(inputs, out, kind, core)
+
+
+# Buffer-protocol formats of the types the fast path reads (bf16 has none).
+_FORMATS = {
+    types.bool_: "?", types.i8: "b", types.u8: "B", types.i16: "h", types.u16: "H", types.i32: "i",
+    types.u32: "I", types.i64: "q", types.u64: "Q", types.f16: "e", types.f32: "f", types.f64: "d",
+}
+
+
+def _fast_map(kernel: MapKernel) -> _core.FastMap:
+    cls = kernel.params_class
+    fields = [] if cls is None else [(f.name, f.offset, f.type.kind, f.type.bits) for f in cls.__fields__]
+    size = 0 if cls is None else cls.__size__
+    return _core.FastMap(kernel.arity, kernel.block_size, fields, size, cls is not None)
 
 
 def _entry_kind(inputs, out, shape) -> str:

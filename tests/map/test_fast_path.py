@@ -1,0 +1,125 @@
+"""Repeated g.map calls take the C++ fast path; every call it cannot take exactly falls back.
+
+Each test warms the kernel up first (the general path teaches the fast path), then checks
+the calls that follow, which are the fast path's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gompute as g
+
+from .kernels import add, axpy, double, is_positive, scale_relu
+
+rng = np.random.default_rng(11)
+
+
+def expected(x, scale):
+    return np.maximum(x * np.float32(scale), 0).astype(np.float32)
+
+
+@pytest.fixture
+def warm():
+    """A fresh g.map of scale_relu that has already run once in place and once out of place."""
+    k = g.map(scale_relu)
+    x = np.ones(8, np.float32)
+    k(x, out=x, scale=1)
+    k(x, scale=1)
+    return k
+
+
+def test_repeated_calls_launch_and_compute(warm):
+    for n in (1, 255, 256, 257, 10_000):
+        x = rng.standard_normal(n).astype(np.float32)
+        before = g.runtime.stats()["launches"]
+        y = warm(x, scale=2)
+        np.testing.assert_array_equal(y, expected(x, 2))
+        assert y.dtype == np.float32 and y.shape == x.shape
+        want = expected(x, 3)
+        assert warm(x, out=x, scale=3) is x
+        np.testing.assert_array_equal(x, want)
+        assert g.runtime.stats()["launches"] == before + 2
+
+
+def test_multi_dimensional_contiguous(warm):
+    x = rng.standard_normal((7, 9, 3)).astype(np.float32)
+    np.testing.assert_array_equal(warm(x, scale=2), expected(x, 2))
+
+
+def test_non_contiguous_after_warm_up_still_reads_the_right_elements(warm):
+    x = rng.standard_normal((50, 40)).astype(np.float32)
+    for view in (x.T, x[::2], x[:, ::-1]):
+        np.testing.assert_array_equal(warm(view, scale=2), expected(view, 2))
+
+
+def test_bad_params_after_warm_up_still_raise(warm):
+    x = np.ones(4, np.float32)
+    with pytest.raises(g.ArgumentError, match="scale"):
+        warm(x)
+    with pytest.raises(g.ArgumentError, match="bias"):
+        warm(x, scale=1, bias=2)
+    with pytest.raises(g.ArgumentError, match="overflow"):
+        warm(x, scale=1e39)
+    with pytest.raises(g.ArgumentError):
+        warm(x, scale="big")
+    np.testing.assert_array_equal(warm(x, scale=np.float32(2)), expected(x, 2))  # a NumPy scalar is fine
+
+
+def test_bad_outputs_after_warm_up_still_raise(warm):
+    x = np.ones(8, np.float32)
+    frozen = np.zeros(8, np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(g.ArgumentError, match="read-only"):
+        warm(x, out=frozen, scale=1)
+    with pytest.raises(g.ArgumentError, match="shape"):
+        warm(x, out=np.zeros(9, np.float32), scale=1)
+    a = np.arange(16, dtype=np.float32)
+    with pytest.raises(g.ArgumentError, match="overlaps"):
+        warm(a[:8], out=a[4:12], scale=1)
+
+
+def test_other_dtypes_after_warm_up(warm):
+    small = np.arange(-4, 4, dtype=np.int16)
+    np.testing.assert_array_equal(warm(small, scale=2), expected(small.astype(np.float32), 2))
+    np.testing.assert_array_equal(warm(small, scale=2), expected(small.astype(np.float32), 2))
+    with pytest.raises(g.ArgumentError, match="int64"):
+        warm(np.arange(3, dtype=np.int64), scale=1)
+    out = np.empty(8, np.float64)
+    warm(small, out=out, scale=2)
+    warm(small, out=out, scale=3)
+    np.testing.assert_array_equal(out, expected(small.astype(np.float32), 3).astype(np.float64))
+
+
+def test_multi_input_and_generic_kernels():
+    k = g.map(axpy)
+    a, x, y = (rng.standard_normal(1000) for _ in range(3))
+    for _ in range(3):
+        np.testing.assert_array_equal(k(a, x, y), a * x + y)
+    for _ in range(2):  # out is an input: each element is read before it is written
+        want = a * x + y
+        k(a, x, y, out=y)
+        np.testing.assert_array_equal(y, want)
+    add_k = g.map(add)
+    for dtype in (np.int32, np.float64, np.int32):
+        u = rng.integers(-9, 9, 300).astype(dtype)
+        for _ in range(2):
+            z = add_k(u, u)
+            assert z.dtype == dtype
+            np.testing.assert_array_equal(z, u + u)
+
+
+def test_bool_output_and_no_params():
+    k, d = g.map(is_positive), g.map(double)
+    x = rng.standard_normal(100).astype(np.float32)
+    for _ in range(3):
+        np.testing.assert_array_equal(k(x), x > 0)
+        np.testing.assert_array_equal(d(x), x * 2)
+    with pytest.raises(g.ArgumentError, match="no params"):
+        d(x, scale=1)
+
+
+def test_zero_size_after_warm_up(warm):
+    y = warm(np.zeros(0, np.float32), scale=1)
+    assert y.shape == (0,) and y.dtype == np.float32
