@@ -1,6 +1,7 @@
 # The two commands a new user needs, each doing its own set-up:
 #   make demo   probe the backends and run a kernel by hand
 #   make test   the test suite
+#   make bench  the benchmarks (tables and plots under benchmarks/results/)
 # Both build a virtual environment in .venv (PYTHON picks the interpreter).
 
 PYTHON ?= python3
@@ -35,6 +36,15 @@ info: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+BENCH_STAMP := $(VENV)/.gompute-bench
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet numexpr matplotlib
+	touch $@
+
+# BENCH_ARGS=--quick for a few sizes only.
+bench: $(BENCH_STAMP)
+	MPLBACKEND=Agg $(PY) benchmarks/suite.py $(BENCH_ARGS)
 
 clean:
 	rm -rf build $(VENV) gompute/_core*.so
