@@ -8,6 +8,9 @@
 // path runs and reports any error properly.
 #include "dispatch.h"
 
+#include "dlpack.h"
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -16,31 +19,71 @@ namespace py = pybind11;
 
 namespace gompute {
 
-// A buffer-protocol view, released on scope exit. Empty when the object has none.
+// A contiguous host array read through the buffer protocol or, failing that, DLPack
+// (PyTorch CPU tensors); released on scope exit. Not ok() when it is neither, or not
+// contiguous, or (writable) read-only.
 class View {
  public:
   View(PyObject* obj, bool writable) {
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    ok_ = PyObject_GetBuffer(obj, &view_, flags) == 0;
-    if (!ok_) PyErr_Clear();
+    if (PyObject_GetBuffer(obj, &view_, flags) == 0) {
+      has_view_ = true;
+      format_ = format_char(view_);
+      data_ = view_.buf;
+      itemsize_ = view_.itemsize;
+      ok_ = format_ != 0 && set_shape(view_.shape, view_.ndim);
+      return;
+    }
+    PyErr_Clear();
+    if (PyObject_HasAttrString(obj, "__dlpack__")) from_dlpack(obj, writable);
   }
   ~View() {
-    if (ok_) PyBuffer_Release(&view_);
+    if (has_view_) PyBuffer_Release(&view_);
+    if (managed_) managed_->deleter(managed_);
   }
   View(const View&) = delete;
   View& operator=(const View&) = delete;
+
   bool ok() const { return ok_; }
-  const Py_buffer& get() const { return view_; }
+  void* data() const { return data_; }
+  char format() const { return format_; }
+  size_t itemsize() const { return size_t(itemsize_); }
+  bool same_shape(const View& o) const {
+    return ndim_ == o.ndim_ && std::equal(shape_, shape_ + ndim_, o.shape_);
+  }
+  size_t count() const {
+    size_t n = 1;
+    for (int i = 0; i < ndim_; ++i) n *= size_t(shape_[i]);
+    return n;
+  }
+  size_t nbytes() const { return count() * itemsize(); }
 
  private:
+  static char format_char(const Py_buffer& v);
+  static char dlpack_format(const DLDataType& t);
+  void from_dlpack(PyObject* obj, bool writable);
+
   Py_buffer view_{};
-  bool ok_;
+  bool has_view_ = false;
+  DLManagedTensorVersioned* managed_ = nullptr;
+  bool ok_ = false;
+  void* data_ = nullptr;
+  char format_ = 0;
+  Py_ssize_t itemsize_ = 0;
+  static constexpr int kMaxDims = 16;  // more: the general path
+  int ndim_ = 0;
+  Py_ssize_t shape_[kMaxDims] = {};
+  template <typename Int>  // Py_ssize_t (buffer protocol) or int64_t (DLPack)
+  bool set_shape(const Int* shape, int ndim) {
+    if (ndim > kMaxDims) return false;
+    ndim_ = ndim;
+    for (int i = 0; i < ndim; ++i) shape_[i] = Py_ssize_t(shape[i]);
+    return true;
+  }
 };
 
-namespace {
-
 // The struct-module format of a native scalar as one character ('l' folded into 'q').
-char format_char(const Py_buffer& v) {
+char View::format_char(const Py_buffer& v) {
   const char* f = v.format ? v.format : "B";
   if (*f == '=' || *f == '@') ++f;
   if (!f[0] || f[1]) return 0;
@@ -53,16 +96,61 @@ char format_char(const Py_buffer& v) {
   return 0;
 }
 
-bool same_shape(const Py_buffer& a, const Py_buffer& b) {
-  if (a.ndim != b.ndim) return false;
-  for (int i = 0; i < a.ndim; ++i)
-    if (a.shape[i] != b.shape[i]) return false;
-  return true;
+char View::dlpack_format(const DLDataType& t) {
+  if (t.lanes != 1) return 0;
+  const int b = t.bits;
+  switch (t.code) {
+    case kDLBool: return b == 8 ? '?' : 0;
+    case kDLInt: return b == 8 ? 'b' : b == 16 ? 'h' : b == 32 ? 'i' : b == 64 ? 'q' : 0;
+    case kDLUInt: return b == 8 ? 'B' : b == 16 ? 'H' : b == 32 ? 'I' : b == 64 ? 'Q' : 0;
+    case kDLFloat: return b == 16 ? 'e' : b == 32 ? 'f' : b == 64 ? 'd' : 0;
+  }
+  return 0;
 }
 
-bool overlap(const Py_buffer& a, const Py_buffer& b) {
-  auto lo = [](const Py_buffer& v) { return reinterpret_cast<uintptr_t>(v.buf); };
-  return lo(a) < lo(b) + size_t(b.len) && lo(b) < lo(a) + size_t(a.len);
+// A versioned DLPack capsule of a C-contiguous CPU array; anything else leaves the view
+// not ok (an unconsumed capsule frees itself).
+void View::from_dlpack(PyObject* obj, bool writable) {
+  static PyObject* kwargs = [] {
+    PyObject* d = PyDict_New();
+    PyObject* version = Py_BuildValue("(ii)", 1, 0);
+    PyDict_SetItemString(d, "max_version", version);
+    Py_DECREF(version);
+    return d;  // kept for the process
+  }();
+  py::object method = py::reinterpret_steal<py::object>(PyObject_GetAttrString(obj, "__dlpack__"));
+  PyObject* empty = PyTuple_New(0);
+  PyObject* capsule = method ? PyObject_Call(method.ptr(), empty, kwargs) : nullptr;
+  Py_DECREF(empty);
+  if (!capsule || !PyCapsule_IsValid(capsule, "dltensor_versioned")) {
+    PyErr_Clear();
+    Py_XDECREF(capsule);
+    return;
+  }
+  auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
+  const DLTensor& t = m->dl_tensor;
+  bool contiguous = true;
+  int64_t expected = 1;
+  for (int i = t.ndim; i-- > 0;) {
+    if (t.strides && t.shape[i] != 1 && t.strides[i] != expected) contiguous = false;
+    expected *= t.shape[i];
+  }
+  format_ = dlpack_format(t.dtype);
+  if (t.device.device_type == kDLCPU && contiguous && format_ && !(writable && (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY))) {
+    PyCapsule_SetName(capsule, "used_dltensor_versioned");  // ours now: the destructor calls its deleter
+    managed_ = m;
+    data_ = static_cast<char*>(t.data) + t.byte_offset;
+    itemsize_ = t.dtype.bits / 8;
+    ok_ = set_shape(t.shape, t.ndim);
+  }
+  Py_DECREF(capsule);
+}
+
+namespace {
+
+bool overlap(const View& a, const View& b) {
+  auto lo = [](const View& v) { return reinterpret_cast<uintptr_t>(v.data()); };
+  return lo(a) < lo(b) + b.nbytes() && lo(b) < lo(a) + a.nbytes();
 }
 
 // Writes `value` as the field's type at `dst`; false if it is not exactly representable.
@@ -147,9 +235,8 @@ py::object FastMap::call(py::tuple arrays, py::handle out, py::handle kwargs) {
   for (py::handle a : arrays) {
     inputs.push_back(std::make_unique<View>(a.ptr(), false));
     const View& v = *inputs.back();
-    char c = v.ok() ? format_char(v.get()) : 0;
-    if (!c || !same_shape(v.get(), inputs.front()->get())) return py::none();
-    signature += c;
+    if (!v.ok() || !v.same_shape(*inputs.front())) return py::none();
+    signature += v.format();
   }
   // The output: given (writable, same shape, not partly over an input), or a new NumPy array.
   py::object result;
@@ -167,16 +254,16 @@ py::object FastMap::call(py::tuple arrays, py::handle out, py::handle kwargs) {
     result = py::reinterpret_borrow<py::object>(out);
   }
   View o(result.ptr(), true);
-  char oc = o.ok() ? format_char(o.get()) : 0;
-  if (!oc || !same_shape(o.get(), inputs.front()->get())) return py::none();
-  bool inplace = arity_ == 1 && o.get().buf == inputs[0]->get().buf && oc == signature[0];
+  if (!o.ok() || !o.same_shape(*inputs.front())) return py::none();
+  const char oc = o.format();
+  bool inplace = arity_ == 1 && o.data() == inputs[0]->data() && oc == signature[0];
   for (const auto& v : inputs)
-    if (v->get().buf != o.get().buf && overlap(v->get(), o.get())) return py::none();
+    if (v->data() != o.data() && overlap(*v, o)) return py::none();
   signature += oc;
   signature += inplace ? 'i' : 'm';
   std::shared_ptr<Kernel> kernel = find(signature);
   if (!kernel) return py::none();
-  const uint64_t n = uint64_t(o.get().len / o.get().itemsize);
+  const uint64_t n = o.count();
   if (n == 0) return result;
   launch(*kernel, inputs, o, n, inplace, params);
   return result;
@@ -191,8 +278,8 @@ void FastMap::launch(Kernel& kernel, const std::vector<std::unique_ptr<View>>& i
   std::vector<Arg> args;
   args.reserve(inputs.size() + 3);
   if (!inplace)
-    for (const auto& v : inputs) args.push_back(address(v->get().buf));
-  args.push_back(address(out.get().buf));
+    for (const auto& v : inputs) args.push_back(address(v->data()));
+  args.push_back(address(out.data()));
   args.emplace_back(std::string(reinterpret_cast<const char*>(&n), sizeof n));
   if (has_params_) args.emplace_back(params);
   std::vector<const Arg*> pointers;

@@ -19,6 +19,9 @@ constexpr const char* kVersionedName = "dltensor_versioned";
 constexpr const char* kUsedLegacyName = "used_dltensor";
 constexpr const char* kUsedVersionedName = "used_dltensor_versioned";
 
+// How errors name the array: `what` is any object whose str() does, made only on error.
+std::string named(py::handle what) { return py::str(what); }
+
 [[noreturn]] void buffer_error(const std::string& message) {
   PyErr_SetString(PyExc_BufferError, message.c_str());
   throw py::error_already_set();
@@ -34,7 +37,7 @@ DLDevice dl_device_of(const Context& ctx) {
 }
 
 // The backend that can reach memory on a DLPack device.
-std::shared_ptr<Context> context_for(int32_t type, int32_t id, const std::string& what) {
+std::shared_ptr<Context> context_for(int32_t type, int32_t id, py::handle what) {
   BackendKind kind;
   switch (type) {
     case kDLCPU:
@@ -43,23 +46,24 @@ std::shared_ptr<Context> context_for(int32_t type, int32_t id, const std::string
     case kDLCUDA:
     case kDLCUDAManaged: kind = BackendKind::cuda; break;
     case kDLROCM: kind = BackendKind::hip; break;
-    default: raise(ErrorKind::ArgumentError, what + " lives on DLPack device type " + std::to_string(type) +
+    default: raise(ErrorKind::ArgumentError, named(what) + " lives on DLPack device type " + std::to_string(type) +
                                                  ", which gompute cannot reach (it knows CPU, CUDA and ROCm memory)");
   }
   try {
     return Context::get(kind, id);
   } catch (const Error& e) {
     raise(ErrorKind::BackendUnavailable,
-          what + " is on " + backend_name(kind) + ":" + std::to_string(id) + ", which gompute cannot use: " + e.what());
+          named(what) + " is on " + backend_name(kind) + ":" + std::to_string(id) + ", which gompute cannot use: " +
+              e.what());
   }
 }
 
-void check_dtype(uint8_t code, uint8_t bits, uint16_t lanes, const std::string& what) {
+void check_dtype(uint8_t code, uint8_t bits, uint16_t lanes, py::handle what) {
   bool ok = lanes == 1 && ((code == kDLBool && bits == 8) || (code == kDLFloat && (bits == 16 || bits == 32 || bits == 64)) ||
                            (code == kDLBfloat && bits == 16) ||
                            ((code == kDLInt || code == kDLUInt) && (bits == 8 || bits == 16 || bits == 32 || bits == 64)));
   if (!ok)
-    raise(ErrorKind::ArgumentError, what + " has DLPack dtype (code " + std::to_string(code) + ", " +
+    raise(ErrorKind::ArgumentError, named(what) + " has DLPack dtype (code " + std::to_string(code) + ", " +
                                         std::to_string(bits) + " bits, " + std::to_string(lanes) +
                                         " lanes), which gompute has no type for");
 }
@@ -211,7 +215,9 @@ py::dict interface_dict(const Buffer& b, int version) {
 }  // namespace
 
 py::object dtype_of_layout(const Layout& l) {
-  return py::module_::import("gompute.types").attr("from_dlpack")(l.code, l.bits);
+  // Looked up once; never released (it lives as long as the interpreter anyway).
+  static py::object* from_dlpack = new py::object(py::module_::import("gompute.types").attr("from_dlpack"));
+  return (*from_dlpack)(l.code, l.bits);
 }
 
 Buffer view(const Buffer& b, py::handle dtype, py::handle shape, py::handle strides, int64_t offset) {
@@ -306,13 +312,13 @@ py::capsule to_dlpack(const Buffer& buffer, py::handle stream, py::handle max_ve
   return make_capsule<DLManagedTensor>(source, 0);
 }
 
-Buffer from_dlpack(py::capsule capsule, const std::string& what) {
+Buffer from_dlpack(py::capsule capsule, py::object what) {
   PyObject* cap = capsule.ptr();
   const char* name = PyCapsule_GetName(cap);
   bool versioned = name && std::strcmp(name, kVersionedName) == 0;
   if (!versioned && !(name && std::strcmp(name, kLegacyName) == 0)) {
     bool used = name && (std::strcmp(name, kUsedLegacyName) == 0 || std::strcmp(name, kUsedVersionedName) == 0);
-    raise(ErrorKind::ArgumentError, what + (used ? ": this DLPack capsule was already consumed; ask for a new one"
+    raise(ErrorKind::ArgumentError, named(what) + (used ? ": this DLPack capsule was already consumed; ask for a new one"
                                                  : ": not a DLPack capsule (named '" + std::string(name ? name : "") + "')"));
   }
   void* managed = PyCapsule_GetPointer(cap, name);
@@ -321,7 +327,7 @@ Buffer from_dlpack(py::capsule capsule, const std::string& what) {
   if (versioned) {
     auto* mv = static_cast<DLManagedTensorVersioned*>(managed);
     if (mv->version.major != 1)
-      raise(ErrorKind::ArgumentError, what + ": DLPack version " + std::to_string(mv->version.major) +
+      raise(ErrorKind::ArgumentError, named(what) + ": DLPack version " + std::to_string(mv->version.major) +
                                           " is not supported (gompute reads 1.x)");
     t = &mv->dl_tensor;
     readonly = mv->flags & DLPACK_FLAG_BITMASK_READ_ONLY;
@@ -358,13 +364,13 @@ Buffer from_dlpack(py::capsule capsule, const std::string& what) {
 }
 
 Buffer wrap_pointer(int kind, int ordinal, uintptr_t ptr, uint8_t code, uint8_t bits, std::vector<int64_t> shape,
-                    std::vector<int64_t> strides, bool readonly, py::object owner, const std::string& what) {
+                    std::vector<int64_t> strides, bool readonly, py::object owner, py::object what) {
   check_dtype(code, bits, 1, what);
   std::shared_ptr<Context> ctx;
   try {
     ctx = Context::get(BackendKind(kind), ordinal);
   } catch (const Error& e) {
-    raise(ErrorKind::BackendUnavailable, what + " is on " + backend_name(BackendKind(kind)) + ":" +
+    raise(ErrorKind::BackendUnavailable, named(what) + " is on " + backend_name(BackendKind(kind)) + ":" +
                                              std::to_string(ordinal) + ", which gompute cannot use: " + e.what());
   }
   Layout layout;
@@ -373,7 +379,7 @@ Buffer wrap_pointer(int kind, int ordinal, uintptr_t ptr, uint8_t code, uint8_t 
   layout.shape = std::move(shape);
   layout.strides = std::move(strides);
   if (layout.shape.size() != layout.strides.size())
-    raise(ErrorKind::ArgumentError, what + ": shape and strides differ in length");
+    raise(ErrorKind::ArgumentError, named(what) + ": shape and strides differ in length");
   return Buffer::wrap(ctx, ptr, std::move(layout), keep_python(std::move(owner)), readonly);
 }
 

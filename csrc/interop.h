@@ -29,13 +29,13 @@ pybind11::tuple dlpack_device(const Buffer& buffer);
 pybind11::capsule to_dlpack(const Buffer& buffer, pybind11::handle stream, pybind11::handle max_version,
                             pybind11::handle dl_device, pybind11::handle copy);
 
-// The array in a DLPack capsule, which is consumed (renamed used_...). `what` names the
-// array in errors.
-Buffer from_dlpack(pybind11::capsule capsule, const std::string& what);
+// The array in a DLPack capsule, which is consumed (renamed used_...). str(what) names
+// the array in errors (and is only made for one).
+Buffer from_dlpack(pybind11::capsule capsule, pybind11::object what);
 
 // Someone else's array at `ptr` (element 0) on backend `kind`, device `ordinal`;
 // `owner` is kept alive as long as the Buffer or any work using it.
 Buffer wrap_pointer(int kind, int ordinal, uintptr_t ptr, uint8_t code, uint8_t bits, std::vector<int64_t> shape,
-                    std::vector<int64_t> strides, bool readonly, pybind11::object owner, const std::string& what);
+                    std::vector<int64_t> strides, bool readonly, pybind11::object owner, pybind11::object what);
 
 }  // namespace gompute

@@ -41,7 +41,7 @@ def asbuffer(obj, *, stream=None) -> _core.Buffer:
     """
     if isinstance(obj, _core.Buffer):
         return obj
-    what = describe(obj)
+    what = _Described(obj)
     if hasattr(obj, "__dlpack__"):
         try:
             return _from_dlpack(obj, stream, what)
@@ -60,14 +60,26 @@ def asbuffer(obj, *, stream=None) -> _core.Buffer:
     )
 
 
+class _Described:
+    """An array's description for error messages, made only when one is raised."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __str__(self) -> str:
+        return describe(self.obj)
+
+
 def from_dlpack(obj, *, stream=None) -> _core.Buffer:
     """`obj` through DLPack only, as `np.from_dlpack` does."""
     if not hasattr(obj, "__dlpack__"):
         raise ArgumentError(f"{describe(obj)} has no __dlpack__ method")
-    return _from_dlpack(obj, stream, describe(obj))
+    return _from_dlpack(obj, stream, _Described(obj))
 
 
-def _from_dlpack(obj, stream, what: str) -> _core.Buffer:
+def _from_dlpack(obj, stream, what) -> _core.Buffer:
     device_type, device_id = _dlpack_device(obj)
     gpu = device_type in (DL_CUDA, DL_CUDA_MANAGED, DL_ROCM)
     # CPU producers take no stream (DLPack and the array API require None there).
@@ -90,7 +102,7 @@ def _dlpack_device(obj) -> tuple[int, int]:
     return int(device_type), int(device_id)
 
 
-def _from_cuda_array_interface(obj, cai: dict, what: str) -> _core.Buffer:
+def _from_cuda_array_interface(obj, cai: dict, what) -> _core.Buffer:
     version = cai.get("version", 0)
     if version < 2:
         raise ArgumentError(f"{what}: __cuda_array_interface__ version {version} is too old (gompute reads 2 and 3)")
@@ -111,7 +123,7 @@ def _from_cuda_array_interface(obj, cai: dict, what: str) -> _core.Buffer:
     return buffer
 
 
-def _from_array_interface(array: np.ndarray, what: str) -> _core.Buffer:
+def _from_array_interface(array: np.ndarray, what) -> _core.Buffer:
     dtype = _dtype(array.dtype, what)
     return _core.wrap_pointer(
         Backend.host.kind, 0, array.ctypes.data, dtype.dlpack_code, dtype.bits, array.shape, array.strides,
@@ -119,7 +131,7 @@ def _from_array_interface(array: np.ndarray, what: str) -> _core.Buffer:
     )
 
 
-def _dtype(spec, what: str):
+def _dtype(spec, what):
     try:
         return from_dtype(spec)
     except GomputeError as e:

@@ -119,9 +119,9 @@ class _Call:
         bound = self.bound or self.auto.bound(inputs[0].backend, inputs[0].device)
         self._check_devices(bound, inputs)
         shape = self._broadcast(inputs)
-        out_storage = None if self.out is None else asbuffer(self.out).dtype
-        spec = k.variant(tuple(b.dtype for b in inputs), out_storage)
-        result, out = self._output(bound, inputs, shape, spec.out_type)
+        given = None if self.out is None else self._import_out(inputs, wanted)
+        spec = k.variant(tuple(b.dtype for b in inputs), None if given is None else given.dtype)
+        result, out = self._output(bound, inputs, shape, spec.out_type, given)
         launch_stream = self._launch_stream(bound, inputs, wanted)
         if out.size:
             self._launch(bound, inputs, out, shape, packed, launch_stream)
@@ -149,6 +149,12 @@ class _Call:
             buffer = buffer.view(np.uint8, buffer.nbytes)
         return buffer
 
+    def _import_out(self, inputs, wanted: int | None) -> _core.Buffer:
+        for array, buffer in zip(self.arrays, inputs):
+            if array is self.out:  # in place: the same Buffer, so it is plainly the same view
+                return buffer
+        return self._import(self.out, wanted)
+
     def _check_devices(self, bound: Kernel, buffers) -> None:
         where = (bound.backend, bound.compute.ordinal)
         for array, buffer in zip(self.arrays, buffers):
@@ -167,10 +173,9 @@ class _Call:
 
     # -- output -------------------------------------------------------------------------
 
-    def _output(self, bound: Kernel, inputs, shape, out_type):
+    def _output(self, bound: Kernel, inputs, shape, out_type, out: _core.Buffer | None):
         """(what the call returns, its Buffer)."""
-        if self.out is not None:
-            out = asbuffer(self.out)
+        if out is not None:
             if out.readonly:
                 raise ArgumentError(f"{self.kernel.name}: {describe(self.out)} is read-only and cannot be an output")
             if tuple(out.shape) != tuple(shape):
@@ -261,6 +266,8 @@ def _check_overlap(name: str, inputs, out) -> None:
     """Refuse an output that overlaps an input without being the very same view of it."""
     o_lo, o_hi = _byte_range(out)
     for i, b in enumerate(inputs):
+        if b is out:
+            continue
         lo, hi = _byte_range(b)
         if lo < o_hi and o_lo < hi and not (_same_view(b, out) and b.dtype.itemsize == out.dtype.itemsize):
             raise ArgumentError(

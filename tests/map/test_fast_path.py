@@ -123,3 +123,20 @@ def test_bool_output_and_no_params():
 def test_zero_size_after_warm_up(warm):
     y = warm(np.zeros(0, np.float32), scale=1)
     assert y.shape == (0,) and y.dtype == np.float32
+
+
+def test_torch_tensors_take_the_fast_path_through_dlpack():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    k = g.map(scale_relu)
+    t = torch.randn(5000)
+    for scale in (2, 3, 0.5):
+        want = expected(t.numpy(), scale)
+        before = g.runtime.stats()["launches"]
+        assert k(t, out=t, scale=scale) is t
+        np.testing.assert_array_equal(t.numpy(), want)
+        assert g.runtime.stats()["launches"] == before + 1
+    view = torch.randn(40, 30).t()  # not contiguous: the general path, still right
+    np.testing.assert_array_equal(k(view, scale=2).numpy(), expected(view.numpy(), 2))
+    y = k(t, scale=1)  # a new torch result comes from the general path
+    assert isinstance(y, torch.Tensor)
+    np.testing.assert_array_equal(y.numpy(), expected(t.numpy(), 1))

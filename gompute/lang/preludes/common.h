@@ -39,8 +39,16 @@ GOMPUTE_FN float gompute_load_bf16(gompute_bf16 h) { return gompute_f32_from_bf1
 GOMPUTE_FN gompute_bf16 gompute_store_bf16(float x) { gompute_bf16 h = {gompute_bf16_bits_from_f32(x)}; return h; }
 
 // NaN-propagating, like np.minimum / np.maximum.
-template <typename T> GOMPUTE_FN T gompute_min(T a, T b) { return (a < b || a != a) ? a : b; }
-template <typename T> GOMPUTE_FN T gompute_max(T a, T b) { return (a > b || a != a) ? a : b; }
+// NumPy's minimum/maximum: a NaN in either wins, ties give b. Written as selects, not
+// `||`, so loops over them vectorize.
+template <typename T> GOMPUTE_FN T gompute_min(T a, T b) {
+  const T m = a < b ? a : b;
+  return a != a ? a : m;
+}
+template <typename T> GOMPUTE_FN T gompute_max(T a, T b) {
+  const T m = a > b ? a : b;
+  return a != a ? a : m;
+}
 
 // Integer operations with NumPy's results: wrapping, floor semantics, x/0 == 0, no traps.
 // U is the unsigned type (>= 32 bits) the arithmetic wraps in.
