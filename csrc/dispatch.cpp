@@ -155,8 +155,15 @@ bool overlap(const View& a, const View& b) {
 
 // Writes `value` as the field's type at `dst`; false if it is not exactly representable.
 bool pack_field(const ParamField& f, PyObject* value, char* dst) {
+  if (f.kind == 'e') {  // f16, rounded once from the double as NumPy does
+    double d = PyFloat_AsDouble(value);
+    if ((d == -1.0 && PyErr_Occurred()) || (std::isfinite(d) && std::fabs(d) > 65504.0)) return false;
+    _Float16 h = static_cast<_Float16>(d);
+    std::memcpy(dst, &h, 2);
+    return true;
+  }
   if (f.kind == 'f') {
-    if (f.bits != 32 && f.bits != 64) return false;  // f16/bf16 fields: the general path packs them
+    if (f.bits != 32 && f.bits != 64) return false;  // bf16 fields: the general path packs them
     double d = PyFloat_AsDouble(value);
     if (d == -1.0 && PyErr_Occurred()) return false;
     if (f.bits == 32) {

@@ -14,7 +14,7 @@
 
 namespace gompute {
 
-// One params field as the fast path packs it: kind 'i', 'u', 'f' or 'b'.
+// One params field as the fast path packs it: kind 'i', 'u', 'f', 'b' or 'e' (f16).
 struct ParamField {
   std::string name;
   size_t offset;

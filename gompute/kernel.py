@@ -236,7 +236,8 @@ _FORMATS = {
 
 def _fast_map(kernel: MapKernel) -> _core.FastMap:
     cls = kernel.params_class
-    fields = [] if cls is None else [(f.name, f.offset, f.type.kind, f.type.bits) for f in cls.__fields__]
+    kind = lambda t: "e" if t is types.f16 else t.kind  # noqa: E731 - f16 apart from bf16
+    fields = [] if cls is None else [(f.name, f.offset, kind(f.type), f.type.bits) for f in cls.__fields__]
     size = 0 if cls is None else cls.__size__
     return _core.FastMap(kernel.arity, kernel.block_size, fields, size, cls is not None)
 

@@ -31,3 +31,12 @@ def double(x):
 @g.map_kernel
 def is_positive(x: g.f32) -> g.bool_:
     return x > 0
+
+
+class HalfParams(g.Params):
+    scale: g.f16
+
+
+@g.map_kernel
+def scale_half(x: g.f16, p: HalfParams) -> g.f16:
+    return x * p.scale

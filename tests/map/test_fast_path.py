@@ -140,3 +140,15 @@ def test_torch_tensors_take_the_fast_path_through_dlpack():
     y = k(t, scale=1)  # a new torch result comes from the general path
     assert isinstance(y, torch.Tensor)
     np.testing.assert_array_equal(y.numpy(), expected(t.numpy(), 1))
+
+
+def test_f16_params_pack_like_numpy():
+    from .kernels import scale_half
+
+    k = g.map(scale_half)
+    x = rng.standard_normal(100).astype(np.float16)
+    for scale in (0.1, 3.3, 1 / 3):
+        got = k(x, scale=scale)
+        np.testing.assert_array_equal(got, x * np.float16(scale))
+    with pytest.raises(g.ArgumentError, match="overflow"):
+        k(x, scale=1e6)
