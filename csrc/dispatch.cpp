@@ -14,10 +14,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 namespace py = pybind11;
 
 namespace gompute {
+
+constexpr uint64_t kKeepGilElements = 16384;
 
 // A contiguous host array read through the buffer protocol or, failing that, DLPack
 // (PyTorch CPU tensors); released on scope exit. Not ok() when it is neither, or not
@@ -293,7 +296,9 @@ void FastMap::launch(Kernel& kernel, const std::vector<std::unique_ptr<View>>& i
   for (const Arg& a : args) pointers.push_back(&a);
   Dim3 grid{uint32_t(std::min<uint64_t>((n + block_size_ - 1) / block_size_, 0x7fffffff)), 1, 1};
   Dim3 block{block_size_, 1, 1};
-  py::gil_scoped_release release;
+  // Releasing the GIL costs more than a small kernel; a big one lets other threads run.
+  std::optional<py::gil_scoped_release> release;
+  if (n > kKeepGilElements) release.emplace();
   kernel.launch(grid, block, 0, pointers, nullptr, /*wait=*/true);
 }
 

@@ -294,6 +294,15 @@ class HostDriver final : public Driver {
       fail(ErrorKind::LaunchFailed, "HOST_ARG_COUNT",
            "kernel " + f->name + " takes " + std::to_string(f->arity) + " arguments, the launch passed " +
                std::to_string(nargs));
+    HostStream& hs = stream(s);
+    const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
+    const uint64_t threads = blocks * block.x * block.y * block.z;
+    const bool small = threads <= kInlineThreads;
+    // A small launch the caller waits for, on an idle stream: run it here and now, on the
+    // caller's argument storage (nothing outlives this call).
+    if (caller_waits && small &&
+        hs.queue.try_run_inline([&] { run_grid(*f, grid, block, shared_bytes, args, nargs, blocks, true, hs.fault); }))
+      return;
     // The argument storage may change once launch returns: copy it, as GPU drivers do.
     std::vector<size_t> offsets(nargs);
     size_t total = 0;
@@ -303,17 +312,13 @@ class HostDriver final : public Driver {
     }
     auto storage = std::make_shared<std::vector<unsigned char>>(total);
     for (size_t i = 0; i < nargs; ++i) std::memcpy(storage->data() + offsets[i], args[i], arg_sizes[i]);
-    HostStream& hs = stream(s);
-    const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
-    const uint64_t threads = blocks * block.x * block.y * block.z;
-    const bool small = threads <= kInlineThreads;
     // Queued, never run on the caller, unless the caller waits for it anyway: otherwise
     // a kernel may wait for something the host does after launch returns, as on a GPU.
     hs.queue.submit(
         [this, f, grid, block, shared_bytes, storage, offsets, blocks, small, &hs, keep] {
           std::vector<void*> pointers(offsets.size());
           for (size_t i = 0; i < offsets.size(); ++i) pointers[i] = storage->data() + offsets[i];
-          run_grid(*f, grid, block, shared_bytes, pointers, blocks, small, hs.fault);
+          run_grid(*f, grid, block, shared_bytes, pointers.data(), pointers.size(), blocks, small, hs.fault);
         },
         caller_waits);
   }
@@ -347,16 +352,16 @@ class HostDriver final : public Driver {
     ev->cv.wait(lock, [&] { return ev->completed >= target; });
   }
 
-  void run_grid(const HostFunction& f, Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vector<void*>& args,
-                uint64_t blocks, bool inline_only, Fault& fault) {
+  void run_grid(const HostFunction& f, Dim3 grid, Dim3 block, uint32_t shared_bytes, void* const* args,
+                size_t nargs, uint64_t blocks, bool inline_only, Fault& fault) {
     LaunchState state{&fault, &f.name};
     auto body = [&](uint64_t begin, uint64_t end) {
       if (state.aborted.load(std::memory_order_relaxed)) return;
       std::vector<unsigned char> shared(shared_bytes);
       gompute_host_launch launch{};
       launch.abi_version = GOMPUTE_HOST_ABI_VERSION;
-      launch.arg_count = static_cast<uint32_t>(args.size());
-      launch.args = args.data();
+      launch.arg_count = static_cast<uint32_t>(nargs);
+      launch.args = args;
       launch.grid_dim = {grid.x, grid.y, grid.z};
       launch.block_dim = {block.x, block.y, block.z};
       launch.block_begin = begin;

@@ -97,14 +97,18 @@ void TaskQueue::submit(Task task, bool may_run_inline) {
     busy_ = true;
     lock.unlock();
     task();
-    lock.lock();
-    busy_ = false;
-    if (!tasks_.empty()) work_cv_.notify_one();
-    idle_cv_.notify_all();
+    finish_inline();
     return;
   }
   tasks_.push_back(std::move(task));
   work_cv_.notify_one();
+}
+
+void TaskQueue::finish_inline() {
+  std::lock_guard<std::mutex> lock(mu_);
+  busy_ = false;
+  if (!tasks_.empty()) work_cv_.notify_one();
+  idle_cv_.notify_all();
 }
 
 void TaskQueue::drain() {

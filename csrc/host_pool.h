@@ -48,11 +48,24 @@ class TaskQueue {
   ~TaskQueue();  // drains the queue, then joins
 
   void submit(Task task, bool may_run_inline);
+  // Runs `fn` on the calling thread if the queue is idle (keeping order); false otherwise.
+  template <typename Fn>
+  bool try_run_inline(Fn&& fn) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!tasks_.empty() || busy_) return false;
+      busy_ = true;
+    }
+    fn();
+    finish_inline();
+    return true;
+  }
   void drain();  // returns when every task submitted so far has run
   bool idle();
 
  private:
   void run_loop();
+  void finish_inline();
 
   std::mutex mu_;
   std::condition_variable work_cv_, idle_cv_;

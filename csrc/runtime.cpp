@@ -11,6 +11,27 @@ Stats& stats() {
 
 namespace {
 
+// A fixed inline buffer for up to 16 elements, else a heap array.
+template <typename T>
+class SmallVector {
+ public:
+  explicit SmallVector(size_t n) : n_(n) {
+    if (n > 16) heap_ = std::make_unique<T[]>(n);
+    data_ = heap_ ? heap_.get() : inline_;
+  }
+  SmallVector(const SmallVector&) = delete;
+  SmallVector& operator=(const SmallVector&) = delete;
+  T& operator[](size_t i) { return data_[i]; }
+  T* data() { return data_; }
+  size_t size() const { return n_; }
+
+ private:
+  size_t n_;
+  T inline_[16] = {};
+  std::unique_ptr<T[]> heap_;
+  T* data_ = nullptr;
+};
+
 std::mutex g_registry_mu;
 std::map<std::pair<int, int>, std::shared_ptr<Context>> g_contexts;
 std::atomic<uint64_t> g_next_context_id{1};
@@ -498,8 +519,9 @@ void Kernel::launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vec
   if (arity_ >= 0 && size_t(arity_) != args.size())
     raise(ErrorKind::LaunchFailed, "kernel " + name_ + " takes " + std::to_string(arity_) + " arguments; the launch passed " +
                                        std::to_string(args.size()));
-  std::vector<void*> pointers(args.size());
-  std::vector<size_t> sizes(args.size());
+  // Inline storage for the usual handful of arguments: no allocation on the launch path.
+  SmallVector<void*> pointers(args.size());
+  SmallVector<size_t> sizes(args.size());
   std::vector<KeepAlive> allocations;
   for (size_t i = 0; i < args.size(); ++i) {
     pointers[i] = const_cast<char*>(args[i]->bytes().data());
