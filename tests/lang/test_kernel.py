@@ -20,7 +20,7 @@ from . import sample_kernels as S
 NUMPY_TYPES = [t for t in T.ALL_TYPES if t.dtype is not None]
 
 
-@pytest.mark.parametrize("a, b", itertools.product(NUMPY_TYPES, NUMPY_TYPES), ids=lambda t: t.name)
+@pytest.mark.parametrize("a, b", list(itertools.product(NUMPY_TYPES, NUMPY_TYPES)), ids=lambda t: t.name)
 def test_promotion_is_numpys(a, b):
     assert promote(a, b).dtype == np.result_type(a.dtype, b.dtype)
 
