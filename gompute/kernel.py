@@ -122,7 +122,7 @@ class _Call:
         given = None if self.out is None else self._import_out(inputs, wanted)
         spec = k.variant(tuple(b.dtype for b in inputs), None if given is None else given.dtype)
         result, out = self._output(bound, inputs, shape, spec.out_type, given)
-        launch_stream = self._launch_stream(bound, inputs, wanted)
+        launch_stream = self._launch_stream(bound, [*inputs, out], wanted)
         if out.size:
             self._launch(bound, inputs, out, shape, packed, launch_stream)
         return self.finish(result)
@@ -189,12 +189,16 @@ class _Call:
 
     # -- launch -------------------------------------------------------------------------
 
-    def _launch_stream(self, bound: Kernel, inputs, wanted: int | None) -> _core.Stream | None:
+    def _launch_stream(self, bound: Kernel, buffers, wanted: int | None) -> _core.Stream | None:
+        """The stream to launch on, ordered after every stream the arrays' data is on."""
         if bound.backend is Backend.host:
+            for buffer in buffers:  # the host launch runs now: what it reads must be ready
+                if buffer.stream is not None:
+                    buffer.stream.synchronize()
             return None
         device = bound.compute._live()
         stream = device.wrap_stream(wanted) if wanted is not None else None
-        for buffer in inputs:  # a CUDA Array Interface producer's own stream
+        for buffer in buffers:  # e.g. a CUDA Array Interface producer's own stream
             if buffer.stream is not None and (stream is None or buffer.stream.handle != stream.handle):
                 if stream is None:
                     stream = buffer.stream

@@ -255,3 +255,16 @@ def test_pipeline_numpy_map_torch_map_numpy_shares_memory():
     back = np.from_dlpack(t)
     assert back.ctypes.data == y.ctypes.data
     np.testing.assert_allclose(back, expected_scale_relu(x, 2) * 3 * 0.5, rtol=1e-6)
+
+
+def test_buffers_with_pending_stream_work_are_read_after_it():
+    with g.runtime.host.Compute.init() as c:
+        stream = c.create_stream()
+        x = np.arange(1 << 16, dtype=np.float32) - 30000
+        buf = c.empty(x.shape, g.f32)
+        buf.upload(x, stream=stream)  # asynchronous, on `stream`
+        buf.stream = stream
+        view = buf.view(g.f32, (x.size // 2,), strides=(8,))  # strided: the general path
+        view.stream = stream
+        y = g.map(scale_relu)(view, scale=2)
+        np.testing.assert_array_equal(np.asarray(y), expected_scale_relu(x[::2], 2))
