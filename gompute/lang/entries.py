@@ -181,11 +181,13 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
     for k, p in enumerate(pointers):
         lines.append(f"        {storage_ctype(p.type)} b{k}[GOMPUTE_CHUNK];")
     for k in range(len(pointers) - 1):
-        lines.append(f"        gompute_gather(b{k}, {rows[k]} + j0 * step[{k}], step[{k}], m);")
+        lines.append(f"        const auto* s{k} = gompute_source(b{k}, {rows[k]} + j0 * step[{k}], step[{k}], m);")
     out = len(pointers) - 1
+    target = f"{rows[out]} + j0 * step[{out}]"
     lines += [
-        f"        {_rows_call(unit, call_name, [f'b{k}' for k in range(len(pointers))], 'm')}",
-        f"        gompute_scatter({rows[out]} + j0 * step[{out}], step[{out}], b{out}, m);",
+        f"        auto* s{out} = step[{out}] == 1 ? {target} : b{out};",
+        f"        {_rows_call(unit, call_name, [f's{k}' for k in range(len(pointers))], 'm')}",
+        f"        if (step[{out}] != 1) gompute_scatter({target}, step[{out}], b{out}, m);",
         "      }",
         "    });",
         "  }",

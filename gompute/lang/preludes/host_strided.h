@@ -1,9 +1,11 @@
 // gompute host prelude, strided entry points: a block range walks its elements in runs along the
 // innermost dimension, an odometer carrying the multi-index, so no element costs a division.
-// A run whose arrays all have stride 1 is computed in place; any other goes through chunk
-// buffers (gather, compute, scatter), so the computation vectorizes for broadcast (stride 0) and
-// strided inputs too. Each chunk is read in full before it is written: an output that is exactly
-// one of the inputs (same pointer, same strides) stays correct.
+// A run whose arrays all have stride 1 is computed in place. Otherwise it goes in chunks: each
+// input of stride 1 is read where it is, each other one gathered into a chunk buffer (with
+// vectorized loops for strides -1, 2, 3, 4 and 0), and the result written straight to an output
+// of stride 1 or scattered from a buffer, so the computation vectorizes for broadcast and strided
+// inputs too. Each chunk is read in full before it is written: an output that is exactly one of
+// the inputs (same pointer, same strides) stays correct.
 #define GOMPUTE_CHUNK 128
 
 typedef void (*gompute_run_fn)(void* run, const int64_t* at, const int64_t* step, int64_t n);
@@ -54,13 +56,23 @@ GOMPUTE_FN void gompute_runs(const gompute_strides<N>& s, uint64_t begin, uint64
   gompute_walk<N>(s, begin, end, call, &run);
 }
 
-// Copies between an array's run and a chunk buffer of its own element type.
+// Copies between an array's run and a chunk buffer of its own element type. Reversed and small
+// constant strides get loops of their own: with the stride known, the compiler vectorizes them
+// (contiguous loads, then a permute or deinterleave), where the general loop is one load a lane.
 template <typename S>
 GOMPUTE_ROWS void gompute_gather(S* b, const S* p, int64_t step, int64_t n) {
   if (step == 0) {
     for (int64_t j = 0; j < n; ++j) b[j] = p[0];
   } else if (step == 1) {
     for (int64_t j = 0; j < n; ++j) b[j] = p[j];
+  } else if (step == -1) {
+    for (int64_t j = 0; j < n; ++j) b[j] = p[-j];
+  } else if (step == 2) {
+    for (int64_t j = 0; j < n; ++j) b[j] = p[2 * j];
+  } else if (step == 3) {
+    for (int64_t j = 0; j < n; ++j) b[j] = p[3 * j];
+  } else if (step == 4) {
+    for (int64_t j = 0; j < n; ++j) b[j] = p[4 * j];
   } else {
     for (int64_t j = 0; j < n; ++j) b[j] = p[j * step];
   }
@@ -70,7 +82,19 @@ template <typename S>
 GOMPUTE_ROWS void gompute_scatter(S* p, int64_t step, const S* b, int64_t n) {
   if (step == 1) {
     for (int64_t j = 0; j < n; ++j) p[j] = b[j];
+  } else if (step == -1) {
+    for (int64_t j = 0; j < n; ++j) p[-j] = b[j];
+  } else if (step == 2) {
+    for (int64_t j = 0; j < n; ++j) p[2 * j] = b[j];
   } else {
     for (int64_t j = 0; j < n; ++j) p[j * step] = b[j];
   }
+}
+
+// A chunk's input: the run itself where it is contiguous, else gathered into b.
+template <typename S>
+GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {
+  if (step == 1) return p;
+  gompute_gather(b, p, step, n);
+  return b;
 }

@@ -94,9 +94,10 @@ GOMPUTE_HOST_KERNEL(branches__strided) {
         const int64_t m = n - j0 < GOMPUTE_CHUNK ? n - j0 : GOMPUTE_CHUNK;
         double b0[GOMPUTE_CHUNK];
         double b1[GOMPUTE_CHUNK];
-        gompute_gather(b0, in0 + at[0] + j0 * step[0], step[0], m);
-        gompute_kernel_branches_rows(b0, b1, m, params);
-        gompute_scatter(out + at[1] + j0 * step[1], step[1], b1, m);
+        const auto* s0 = gompute_source(b0, in0 + at[0] + j0 * step[0], step[0], m);
+        auto* s1 = step[1] == 1 ? out + at[1] + j0 * step[1] : b1;
+        gompute_kernel_branches_rows(s0, s1, m, params);
+        if (step[1] != 1) gompute_scatter(out + at[1] + j0 * step[1], step[1], b1, m);
       }
     });
   }

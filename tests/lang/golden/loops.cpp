@@ -103,10 +103,11 @@ GOMPUTE_HOST_KERNEL(loops__strided) {
         int32_t b0[GOMPUTE_CHUNK];
         float b1[GOMPUTE_CHUNK];
         float b2[GOMPUTE_CHUNK];
-        gompute_gather(b0, in0 + at[0] + j0 * step[0], step[0], m);
-        gompute_gather(b1, in1 + at[1] + j0 * step[1], step[1], m);
-        gompute_kernel_loops_rows(b0, b1, b2, m);
-        gompute_scatter(out + at[2] + j0 * step[2], step[2], b2, m);
+        const auto* s0 = gompute_source(b0, in0 + at[0] + j0 * step[0], step[0], m);
+        const auto* s1 = gompute_source(b1, in1 + at[1] + j0 * step[1], step[1], m);
+        auto* s2 = step[2] == 1 ? out + at[2] + j0 * step[2] : b2;
+        gompute_kernel_loops_rows(s0, s1, s2, m);
+        if (step[2] != 1) gompute_scatter(out + at[2] + j0 * step[2], step[2], b2, m);
       }
     });
   }
