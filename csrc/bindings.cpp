@@ -232,8 +232,12 @@ PYBIND11_MODULE(_core, m) {
            py::arg("arity"), py::arg("block_size"), py::arg("fields"), py::arg("params_size"), py::arg("has_params"))
       .def("remember", &FastMap::remember, py::arg("inputs"), py::arg("out"), py::arg("inplace"), py::arg("kernel"),
            py::arg("dtype"))
-      .def("call", &FastMap::call, py::arg("arrays"), py::arg("out"), py::arg("params"),
-           "The call's result, or None when the general path must take it.");
+      .def(
+          "__call__",
+          [](py::object self, py::args arrays, py::kwargs kwargs) {
+            return self.cast<FastMap&>().dispatch(self, std::move(arrays), std::move(kwargs));
+          },
+          "The cached launch when the cache takes the call, else self._general(*arrays, **kwargs).");
   m.def("stats", &stats_dict, "Counters of contexts, module loads and cache hits, buffers and launches.");
   m.def(
       "shutdown",

@@ -240,8 +240,8 @@ void FastMap::remember(const std::string& inputs, char out, bool inplace, const 
   out_dtypes_.insert_or_assign(inputs, std::move(dtype));
 }
 
-bool FastMap::pack_params(PyObject* kwargs, std::string& out) const {
-  const Py_ssize_t given = kwargs ? PyDict_Size(kwargs) : 0;
+bool FastMap::pack_params(PyObject* kwargs, Py_ssize_t other_keys, std::string& out) const {
+  const Py_ssize_t given = (kwargs ? PyDict_Size(kwargs) : 0) - other_keys;
   if (!has_params_) return given == 0;
   if (given != Py_ssize_t(fields_.size())) return false;
   out.assign(params_size_, '\0');
@@ -261,10 +261,22 @@ std::shared_ptr<Kernel> FastMap::find(const std::string& signature) const {
   return it == launches_.end() ? nullptr : it->second;
 }
 
-py::object FastMap::call(py::tuple arrays, py::handle out, py::handle kwargs) {
+py::object FastMap::dispatch(py::object self, py::args arrays, py::kwargs kwargs) {
+  PyObject* kw = kwargs.ptr();
+  PyObject* out = PyDict_GetItemString(kw, "out");        // borrowed, or null
+  PyObject* stream = PyDict_GetItemString(kw, "stream");  // a stream: the general path
+  if (!stream || stream == Py_None) {
+    const Py_ssize_t other_keys = (out != nullptr) + (stream != nullptr);
+    py::object result = call(arrays, out ? out : Py_None, kw, other_keys);
+    if (!result.is_none()) return result;
+  }
+  return self.attr("_general")(*arrays, **kwargs);
+}
+
+py::object FastMap::call(py::tuple arrays, py::handle out, PyObject* kwargs, Py_ssize_t other_keys) {
   if (Py_ssize_t(arrays.size()) != arity_ || arity_ == 0) return py::none();
   std::string params;
-  if (!pack_params(kwargs.is_none() ? nullptr : kwargs.ptr(), params)) return py::none();
+  if (!pack_params(kwargs, other_keys, params)) return py::none();
   std::vector<std::unique_ptr<View>> inputs;
   std::string signature;
   for (py::handle a : arrays) {

@@ -33,11 +33,14 @@ class FastMap {
   // the NumPy dtype a new output of those inputs gets.
   void remember(const std::string& inputs, char out, bool inplace, const Kernel& kernel, pybind11::object dtype);
 
-  // The call's result, or None when it is not one this cache takes.
-  pybind11::object call(pybind11::tuple arrays, pybind11::handle out, pybind11::handle kwargs);
+  // `self(*arrays, out=None, stream=None, **params)`: the cached launch when this cache
+  // takes the call, else `self._general(*arrays, **kwargs)` (the Python path).
+  pybind11::object dispatch(pybind11::object self, pybind11::args arrays, pybind11::kwargs kwargs);
 
  private:
-  bool pack_params(PyObject* kwargs, std::string& out) const;
+  // The call's result, or None when it is not one this cache takes.
+  pybind11::object call(pybind11::tuple arrays, pybind11::handle out, PyObject* kwargs, Py_ssize_t other_keys);
+  bool pack_params(PyObject* kwargs, Py_ssize_t other_keys, std::string& out) const;
   std::shared_ptr<Kernel> find(const std::string& signature) const;
   void launch(Kernel& kernel, const std::vector<std::unique_ptr<View>>& inputs, const View& out, uint64_t n,
               bool inplace, const std::string& params);

@@ -58,15 +58,20 @@ class Kernel:
         return f"<Kernel {self.kernel.name} on {self.backend}:{self.compute.ordinal}>"
 
 
-class AutoKernel:
-    """`g.map(kernel)`: a callable that runs `kernel` wherever its arrays live."""
+class AutoKernel(_core.FastMap):
+    """`g.map(kernel)`: a callable that runs `kernel` wherever its arrays live.
+
+    Calling it, `(*arrays, out=None, stream=None, **params)`, starts in C++ (the base
+    class, csrc/dispatch.cpp): a call shaped like one already launched on the host is
+    launched there at once; any other comes to `_general`.
+    """
 
     def __init__(self, kernel: MapKernel):
         if not isinstance(kernel, MapKernel):
             raise ArgumentError(f"g.map needs a @g.map_kernel function, got {kernel!r}")
+        super().__init__(*_fast_map_args(kernel))
         self.kernel = kernel
         self._bound: dict[tuple[Backend, int], Kernel] = {}
-        self._fast = _fast_map(kernel)
 
     def bound(self, backend: Backend, ordinal: int) -> Kernel:
         found = self._bound.get((backend, ordinal))
@@ -74,18 +79,14 @@ class AutoKernel:
             found = self._bound[(backend, ordinal)] = Kernel(self.kernel, backend, ordinal)
         return found
 
-    def __call__(self, *arrays, out=None, stream=None, **params):
-        if stream is None:  # a cached call on contiguous host arrays: all in C++
-            result = self._fast.call(arrays, out, params)
-            if result is not None:
-                return result
+    def _general(self, *arrays, out=None, stream=None, **params):
         return _Call(None, arrays, out, stream, params, auto=self).run()
 
-    def remember(self, inputs, out: _core.Buffer, kind: str, core: _core.Kernel) -> None:
-        """Lets the fast path take later calls like this one (contiguous, on the host)."""
+    def learn(self, inputs, out: _core.Buffer, kind: str, core: _core.Kernel) -> None:
+        """Lets the C++ path take later calls like this one (contiguous, on the host)."""
         signature = "".join(_FORMATS[b.dtype] for b in inputs)
         default_out = self.kernel.variant(tuple(b.dtype for b in inputs)).out_type
-        self._fast.remember(signature, _FORMATS[out.dtype], kind == "inplace", core, default_out.dtype)
+        self.remember(signature, _FORMATS[out.dtype], kind == "inplace", core, default_out.dtype)
 
     def __repr__(self) -> str:
         return f"<g.map {self.kernel.name}>"
@@ -228,7 +229,7 @@ class _Call:
         if not host:
             out.stream = stream
         elif self.auto is not None and kind != "strided" and out.dtype in _FORMATS:
-            self.auto.remember(inputs, out, kind, core)
+            self.auto.learn(inputs, out, kind, core)
 
 
 # Buffer-protocol formats of the types the fast path reads (bf16 has none).
@@ -238,12 +239,13 @@ _FORMATS = {
 }
 
 
-def _fast_map(kernel: MapKernel) -> _core.FastMap:
+def _fast_map_args(kernel: MapKernel) -> tuple:
+    """What the C++ path needs to pack `kernel`'s params: the field table."""
     cls = kernel.params_class
     kind = lambda t: "e" if t is types.f16 else t.kind  # noqa: E731 - f16 apart from bf16
     fields = [] if cls is None else [(f.name, f.offset, kind(f.type), f.type.bits) for f in cls.__fields__]
     size = 0 if cls is None else cls.__size__
-    return _core.FastMap(kernel.arity, kernel.block_size, fields, size, cls is not None)
+    return kernel.arity, kernel.block_size, fields, size, cls is not None
 
 
 def _entry_kind(inputs, out, shape) -> str:
