@@ -34,8 +34,16 @@ demo: $(STAMP)
 info: $(STAMP)
 	$(PY) -m gompute info
 
-test: $(STAMP)
+# The CUDA adapter against tests/fakes/fake_libcuda.cpp, a stand-in for the driver over
+# host memory: the runtime and interop suites run again with cuda as a present backend.
+FAKE_CUDA := build/fake-cuda/libcuda.so
+$(FAKE_CUDA): tests/fakes/fake_libcuda.cpp gompute/include/gompute/host_abi.h
+	mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -O1 -shared -fPIC -fvisibility=hidden -Igompute/include $< -o $@ -ldl
+
+test: $(STAMP) $(FAKE_CUDA)
 	$(PY) -m pytest -q
+	GOMPUTE_LIBCUDA=$(abspath $(FAKE_CUDA)) $(PY) -m pytest -q tests/runtime tests/interop
 
 BENCH_STAMP := $(VENV)/.gompute-bench
 $(BENCH_STAMP): $(STAMP)
