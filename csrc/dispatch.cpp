@@ -139,6 +139,14 @@ bool View::from_numpy_view(PyObject* tensor, bool writable) {
 // A versioned DLPack capsule of a C-contiguous CPU array; anything else leaves the view
 // not ok (an unconsumed capsule frees itself).
 void View::from_dlpack(PyObject* obj, bool writable) {
+  // Ask where it lives first: a GPU producer would order streams for a capsule we drop.
+  PyObject* device = PyObject_CallMethod(obj, "__dlpack_device__", nullptr);
+  long type = device && PyTuple_Check(device) && PyTuple_Size(device) == 2 ? PyLong_AsLong(PyTuple_GET_ITEM(device, 0)) : -1;
+  Py_XDECREF(device);
+  if (type != kDLCPU) {
+    PyErr_Clear();
+    return;
+  }
   static PyObject* kwargs = [] {
     PyObject* d = PyDict_New();
     PyObject* version = Py_BuildValue("(ii)", 1, 0);

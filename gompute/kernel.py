@@ -140,9 +140,10 @@ class _Call:
 
     def _wanted_stream(self) -> int | None:
         """The stream to launch on, if known before reading the arrays."""
-        if self.stream is not None:
-            return stream_handle(self.stream)
-        return _framework_stream(self.arrays[0])
+        handle = stream_handle(self.stream) if self.stream is not None else _framework_stream(self.arrays[0])
+        # A framework's default stream reports handle 0, which DLPack refuses as ambiguous;
+        # in the driver API the null stream is the legacy default stream, handle 1.
+        return 1 if handle == 0 else handle
 
     def _import(self, array, wanted: int | None) -> _core.Buffer:
         buffer = asbuffer(array, stream=wanted)
