@@ -39,7 +39,9 @@ def contestants() -> dict:
     c = {
         "np.multiply(x, s, out=x)": lambda: np.multiply(x, two, out=x),
         "g.map on NumPy": lambda: kernel(x, out=x, scale=two),
-        "numexpr.evaluate('x * s')": lambda: ne.evaluate("x * two", local_dict={"x": x, "two": two}, out=x, casting="same_kind"),
+        "numexpr.evaluate('x * s')": lambda: ne.evaluate(
+            "x * two", local_dict={"x": x, "two": two}, out=x, casting="same_kind"
+        ),
     }
     try:
         import torch

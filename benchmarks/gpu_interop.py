@@ -69,11 +69,11 @@ def interop_scenarios(gpu, check) -> None:
         stream = cupy.cuda.Stream(non_blocking=True)
         with stream:
             x = cupy.asarray(host)
-            y = g.map(scale_relu)(x, scale=2)       # on CuPy's current stream
-            z = y * 3                                # CuPy's next op sees y
-            g.map(scale_relu)(z, out=z, scale=0.5)   # in place
+            y = g.map(scale_relu)(x, scale=2)  # on CuPy's current stream
+            z = y * 3  # CuPy's next op sees y
+            g.map(scale_relu)(z, out=z, scale=0.5)  # in place
             t = x.T if x.ndim > 1 else x[::2]
-            w = g.map(scale_relu)(t, scale=1)        # strided view
+            w = g.map(scale_relu)(t, scale=1)  # strided view
             result, strided = cupy.asnumpy(z, stream=stream), cupy.asnumpy(w, stream=stream)
         stream.synchronize()
         assert isinstance(y, cupy.ndarray)
@@ -102,10 +102,10 @@ def interop_scenarios(gpu, check) -> None:
         if torch is None or cupy is None:
             return "skipped: needs both CuPy and PyTorch"
         t = torch.from_numpy(host).cuda()
-        a = g.map(scale_relu)(t, scale=2)            # torch -> torch
-        c = cupy.from_dlpack(a)                      # -> cupy, no copy
-        b = g.map(scale_relu)(c, scale=0.5)          # cupy -> cupy
-        out = torch.from_dlpack(b)                   # -> torch
+        a = g.map(scale_relu)(t, scale=2)  # torch -> torch
+        c = cupy.from_dlpack(a)  # -> cupy, no copy
+        b = g.map(scale_relu)(c, scale=0.5)  # cupy -> cupy
+        out = torch.from_dlpack(b)  # -> torch
         assert c.data.ptr == a.data_ptr()
         np.testing.assert_allclose(out.cpu().numpy(), expected(host, 1), rtol=1e-6)
         return "torch -> g.map -> cupy -> g.map -> torch, no copies, no device sync"
@@ -155,7 +155,9 @@ def interop_scenarios(gpu, check) -> None:
         copy = ms(lambda: out.__setitem__(slice(None), x))
         one = ms(lambda: k1(x, out=out, scale=2))
         three = ms(lambda: k3(a, x, y, out=out))
-        ew = cupy.ElementwiseKernel("float32 a, float32 x, float32 y", "float32 o", "o = min(max(a * x + y, -1.0f), 1.0f)", "fused_ew")
+        ew = cupy.ElementwiseKernel(
+            "float32 a, float32 x, float32 y", "float32 o", "o = min(max(a * x + y, -1.0f), 1.0f)", "fused_ew"
+        )
         cupy_three = ms(lambda: ew(a, x, y, out))
         gb = lambda arrays, t: arrays * n * 4 / (t / 1e3) / 1e9  # noqa: E731
         return (

@@ -79,9 +79,7 @@ def kernel_scenarios(gpu, check) -> None:
     def int_floor():
         a = rng.integers(-1000, 1000, 1 << 16).astype(np.int32)
         b = rng.integers(-9, 9, 1 << 16).astype(np.int32)
-        got = _launch(
-            gpu, int_floor_ops.compile_for("cuda", arch).data, "int_floor_ops", 128, [a, b], np.zeros_like(a)
-        )
+        got = _launch(gpu, int_floor_ops.compile_for("cuda", arch).data, "int_floor_ops", 128, [a, b], np.zeros_like(a))
         with np.errstate(all="ignore"):
             expected = np.floor_divide(a, b) + np.remainder(a, b)
         assert np.array_equal(got, expected), "integer // and % differ from NumPy"
@@ -90,9 +88,7 @@ def kernel_scenarios(gpu, check) -> None:
     def half():
         a = (rng.standard_normal(1 << 16) * 10).astype(np.float16)
         b = (rng.standard_normal(1 << 16) * 10).astype(np.float16)
-        got = _launch(
-            gpu, half_math.compile_for("cuda", arch).data, "half_math", 256, [a, b], np.zeros_like(a)
-        )
+        got = _launch(gpu, half_math.compile_for("cuda", arch).data, "half_math", 256, [a, b], np.zeros_like(a))
         assert np.array_equal(got, np.sqrt(np.abs(a)) * b + a), "f16 results differ from NumPy"
         return "f16 rounded per operation, bit-exact with NumPy"
 

@@ -55,7 +55,13 @@ def targets(results: dict) -> list[tuple[str, str, bool | None]]:
         out.append((f"strided: {r['case']} within 2x of contiguous", f"{1 / v:.2f}x the contiguous time", v >= 0.5))
     for r in results.get("small", []):
         v = r["ratios"]["ufunc/gompute"]
-        out.append((f"small n={r['n']} ({r['bytes']} B): within 2x of one ufunc call", f"{1 / v:.2f}x the ufunc time", v >= 0.5))
+        out.append(
+            (
+                f"small n={r['n']} ({r['bytes']} B): within 2x of one ufunc call",
+                f"{1 / v:.2f}x the ufunc time",
+                v >= 0.5,
+            )
+        )
     for r in results.get("dispatch", []):
         if r["call"].startswith("g.map"):
             v = r["ufunc/this"]
@@ -73,7 +79,9 @@ def targets(results: dict) -> list[tuple[str, str, bool | None]]:
     vec = results.get("vec")
     if vec:
         n = sum("loop vectorized" in line for line in vec["report"])
-        out.append(("scale_relu's host loops vectorized (g++ -fopt-info-vec-optimized)", f"{n} loop(s) vectorized", n > 0))
+        out.append(
+            ("scale_relu's host loops vectorized (g++ -fopt-info-vec-optimized)", f"{n} loop(s) vectorized", n > 0)
+        )
     return out
 
 
@@ -105,26 +113,59 @@ def _sweep_md(rows, only_big=False) -> list[str]:
 def _other_md(results) -> list[str]:
     lines = []
     if results.get("strided"):
-        lines += ["", "### Strided and broadcast inputs (f32)", "", "| case | n | contiguous | strided | contiguous/strided | NumPy/strided |", "|---|---:|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            "### Strided and broadcast inputs (f32)",
+            "",
+            "| case | n | contiguous | strided | contiguous/strided | NumPy/strided |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
         for r in results["strided"]:
             s = r["seconds"]
-            lines.append(f"| {r['case']} | {r['n']:.0e} | {_fmt_s(s['contiguous'])} | {_fmt_s(s['strided'])} | {r['contiguous/strided']:.2f}x | {r['numpy strided/strided']:.2f}x |")
+            lines.append(
+                f"| {r['case']} | {r['n']:.0e} | {_fmt_s(s['contiguous'])} | {_fmt_s(s['strided'])} | {r['contiguous/strided']:.2f}x | {r['numpy strided/strided']:.2f}x |"
+            )
     if results.get("small"):
-        lines += ["", "### Small arrays: scale_relu f32, out= preallocated", "", "| n | bytes | g.map | np.multiply (one ufunc) | NumPy expression | numexpr | ufunc/g.map |", "|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            "### Small arrays: scale_relu f32, out= preallocated",
+            "",
+            "| n | bytes | g.map | np.multiply (one ufunc) | NumPy expression | numexpr | ufunc/g.map |",
+            "|---:|---:|---:|---:|---:|---:|---:|",
+        ]
         for r in results["small"]:
             s = r["seconds"]
-            lines.append(f"| {r['n']} | {r['bytes']} | {_fmt_s(s['gompute'])} | {_fmt_s(s['ufunc'])} | {_fmt_s(s['numpy expr'])} | {_fmt_s(s['numexpr'])} | {r['ratios']['ufunc/gompute']:.2f}x |")
+            lines.append(
+                f"| {r['n']} | {r['bytes']} | {_fmt_s(s['gompute'])} | {_fmt_s(s['ufunc'])} | {_fmt_s(s['numpy expr'])} | {_fmt_s(s['numexpr'])} | {r['ratios']['ufunc/gompute']:.2f}x |"
+            )
     if results.get("dispatch"):
-        lines += ["", "### Dispatch: one call on a 1-element array", "", "| call | ns per call | ufunc / this |", "|---|---:|---:|"]
+        lines += [
+            "",
+            "### Dispatch: one call on a 1-element array",
+            "",
+            "| call | ns per call | ufunc / this |",
+            "|---|---:|---:|",
+        ]
         lines += [f"| {r['call']} | {r['ns']:.0f} | {r['ufunc/this']:.2f}x |" for r in results["dispatch"]]
     if results.get("memory"):
-        lines += ["", "### Peak RSS growth of one call over a fresh process's baseline", "", "| call | n | peak RSS growth | output |", "|---|---:|---:|---:|"]
-        lines += [f"| {r['how']} | {r['n']:.0e} | {r['grew_bytes'] / 1e6:.0f} MB | {r['output_bytes'] / 1e6:.0f} MB |" for r in results["memory"]]
+        lines += [
+            "",
+            "### Peak RSS growth of one call over a fresh process's baseline",
+            "",
+            "| call | n | peak RSS growth | output |",
+            "|---|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {r['how']} | {r['n']:.0e} | {r['grew_bytes'] / 1e6:.0f} MB | {r['output_bytes'] / 1e6:.0f} MB |"
+            for r in results["memory"]
+        ]
     if results.get("compile"):
         lines += ["", "### Compile (benchmarks/compile.py)", "", "```", results["compile"].rstrip(), "```"]
     if results.get("vec"):
         lines += ["", "### Vectorization report (scale_relu, host)", "", f"`{results['vec']['command']}`", "", "```"]
-        lines += [line for line in results["vec"]["report"] if "vectorized" in line] or ["(no loop reported vectorized)"]
+        lines += [line for line in results["vec"]["report"] if "vectorized" in line] or [
+            "(no loop reported vectorized)"
+        ]
         lines += ["```"]
     return lines
 
@@ -203,7 +244,13 @@ def write(results: dict, folder: Path, update_readme: bool = True) -> list[Path]
     json_path.write_text(json.dumps(results, indent=1))
     plots = _plots(results, stem)
     head = ["## Targets (issue 5, host)", "", _machine_md(results["machine"]), "", *_targets_md(results)]
-    body = ["", "### Sweep, f32 at 1e7+ elements", "", *_sweep_md(results.get("sweep", []), only_big=True), *_other_md(results)]
+    body = [
+        "",
+        "### Sweep, f32 at 1e7+ elements",
+        "",
+        *_sweep_md(results.get("sweep", []), only_big=True),
+        *_other_md(results),
+    ]
     md = [*head, *body, "", "### Full sweep", "", *_sweep_md(results.get("sweep", []))]
     md_path = stem.with_suffix(".md")
     md_path.write_text("\n".join(md) + "\n")

@@ -100,11 +100,15 @@ def sweep(quick: bool, log) -> list[dict]:
             check(bench, dtype)
             for n in sizes_for(bench, dtype, quick):
                 samples = interleaved(contestants(bench, dtype, n), repeats_for(n, quick))
-                row = {"kernel": bench.name, "dtype": dtype, "n": n, "bound": bench.bound, "seconds": summarize(samples)}
+                row = {
+                    "kernel": bench.name,
+                    "dtype": dtype,
+                    "n": n,
+                    "bound": bench.bound,
+                    "seconds": summarize(samples),
+                }
                 row["ratios"] = {
-                    f"{base}/gompute": median_ratio(samples, base, "gompute")
-                    for base in samples
-                    if base != "gompute"
+                    f"{base}/gompute": median_ratio(samples, base, "gompute") for base in samples if base != "gompute"
                 }
                 itemsize = np.dtype(DTYPES[dtype]).itemsize
                 row["gompute_GBps"] = (bench.inputs + 1) * n * itemsize / row["seconds"]["gompute"] / 1e9
@@ -130,7 +134,11 @@ def strided_cases(n: int) -> list[tuple[str, object, list, list, dict]]:
         (
             "fused, y a broadcast row, z a broadcast column",
             fu,
-            [a, np.ascontiguousarray(np.broadcast_to(b[0], a.shape)), np.ascontiguousarray(np.broadcast_to(c[:, :1], a.shape))],
+            [
+                a,
+                np.ascontiguousarray(np.broadcast_to(b[0], a.shape)),
+                np.ascontiguousarray(np.broadcast_to(c[:, :1], a.shape)),
+            ],
             [a, b[0], c[:, :1]],
             fu.typed_params("f32"),
         ),
@@ -187,7 +195,9 @@ def small(quick: bool, log) -> list[dict]:
         row = {"n": n, "bytes": 4 * n, "seconds": summarize(samples)}
         row["ratios"] = {f"{b}/gompute": median_ratio(samples, b, "gompute") for b in samples if b != "gompute"}
         rows.append(row)
-        log(f"small    n={n:<6} gompute {row['seconds']['gompute'] * 1e6:7.2f} us, ufunc/gompute {row['ratios']['ufunc/gompute']:.2f}")
+        log(
+            f"small    n={n:<6} gompute {row['seconds']['gompute'] * 1e6:7.2f} us, ufunc/gompute {row['ratios']['ufunc/gompute']:.2f}"
+        )
     return rows
 
 
@@ -233,7 +243,9 @@ def memory(quick: bool, log) -> list[dict]:
         row = json.loads(proc.stdout.strip().splitlines()[-1])
         row["n"] = n
         rows.append(row)
-        log(f"memory   {how:<18} peak RSS grew {row['grew_bytes'] / 1e6:8.1f} MB (output {row['output_bytes'] / 1e6:.0f} MB)")
+        log(
+            f"memory   {how:<18} peak RSS grew {row['grew_bytes'] / 1e6:8.1f} MB (output {row['output_bytes'] / 1e6:.0f} MB)"
+        )
     return rows
 
 
@@ -247,7 +259,15 @@ def vectorization(log) -> dict:
         src = Path(tmp) / "scale_relu.cpp"
         src.write_text(source)
         flags = [f for f in FLAGS if f != "-w"]
-        argv = [*compiler.command, *flags, "-fopt-info-vec-optimized", f"-I{INCLUDE_DIR}", "-o", str(Path(tmp) / "k.so"), str(src)]
+        argv = [
+            *compiler.command,
+            *flags,
+            "-fopt-info-vec-optimized",
+            f"-I{INCLUDE_DIR}",
+            "-o",
+            str(Path(tmp) / "k.so"),
+            str(src),
+        ]
         proc = subprocess.run(argv, capture_output=True, text=True)
     lines = [line.replace(str(src), "scale_relu.cpp") for line in (proc.stdout + proc.stderr).splitlines()]
     vectorized = [line for line in lines if "loop vectorized" in line]

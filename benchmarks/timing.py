@@ -38,7 +38,7 @@ def interleaved(contestants: dict[str, Callable], repeats: int, target_s: float 
     numbers = {n: calibrate(contestants[n], target_s) for n in names}
     samples: dict[str, list[float]] = {n: [] for n in names}
     for rep in range(repeats):
-        for name in names[rep % len(names):] + names[: rep % len(names)]:
+        for name in names[rep % len(names) :] + names[: rep % len(names)]:
             fn, number = contestants[name], numbers[name]
             t = time.perf_counter()
             for _ in range(number):
@@ -109,5 +109,9 @@ def machine(threads: int) -> dict:
         "compiler": _compiler(),
         "git_commit": commit,
         "versions": {p: _version(p) for p in ("gompute", "numpy", "numexpr", "torch", "matplotlib")},
-        "env": {k: os.environ[k] for k in ("GOMPUTE_HOST_THREADS", "OMP_NUM_THREADS", "OPENBLAS_CORETYPE") if k in os.environ},
+        "env": {
+            k: os.environ[k]
+            for k in ("GOMPUTE_HOST_THREADS", "OMP_NUM_THREADS", "OPENBLAS_CORETYPE")
+            if k in os.environ
+        },
     }

@@ -38,7 +38,11 @@ def info(out=sys.stdout) -> int:
             except GomputeError as e:
                 print(f"      [{ordinal}] cannot be queried: {e}", file=out)
                 continue
-            arch = d.arch if backend is Backend.host else f"{d.arch} (compute capability {d.compute_capability[0]}.{d.compute_capability[1]})"
+            arch = (
+                d.arch
+                if backend is Backend.host
+                else f"{d.arch} (compute capability {d.compute_capability[0]}.{d.compute_capability[1]})"
+            )
             units = "worker threads" if backend is Backend.host else "multiprocessors"
             print(f"      [{ordinal}] {d.name}: {arch}, {_gib(d.total_memory)}, {d.multiprocessors} {units}", file=out)
     print("cpu   always: the polite arm Compute.init() falls back to when no GPU backend is usable", file=out)
@@ -52,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("demo", help="probe, allocate, upload, launch, download, and say what ran where")
     from .emit import add_arguments as emit_arguments
 
-    emit_arguments(commands.add_parser("emit", help="compile the kernels of ROOT modules into a gompute_kernels package"))
+    emit_arguments(
+        commands.add_parser("emit", help="compile the kernels of ROOT modules into a gompute_kernels package")
+    )
     args = parser.parse_args(argv)
     if args.command == "info":
         return info()

@@ -101,7 +101,9 @@ def pack(params: type[Params], **values) -> bytes:
     unknown = sorted(set(values) - names)
     missing = [f.name for f in params.__fields__ if f.name not in values]
     if unknown:
-        raise ArgumentError(f"{params.__name__} has no field {', '.join(unknown)} (fields: {', '.join(names) or 'none'})")
+        raise ArgumentError(
+            f"{params.__name__} has no field {', '.join(unknown)} (fields: {', '.join(names) or 'none'})"
+        )
     if missing:
         raise ArgumentError(f"{params.__name__} needs a value for {', '.join(missing)}")
     out = bytearray(params.__size__)

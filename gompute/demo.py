@@ -128,7 +128,9 @@ def main() -> int:
         expected = np.maximum(np.linspace(-1.0, 1.0, n, dtype=np.float32) * np.float32(scale), 0)
         error = float(np.max(np.abs(result - expected)))
         print(f"\nRan scale_relu on {compute.backend}:{compute.ordinal} ({d.name}):")
-        print(f"  allocated {n * 4 // 1024} KiB, uploaded {n} f32, launched grid {g.Dim3.linear(n, 256).x} x block 256,")
+        print(
+            f"  allocated {n * 4 // 1024} KiB, uploaded {n} f32, launched grid {g.Dim3.linear(n, 256).x} x block 256,"
+        )
         print(f"  downloaded; kernel + synchronize took {seconds * 1e3:.2f} ms; max error vs NumPy: {error}")
         print(f"  runtime counters: {g.runtime.stats()}")
     return 0 if error == 0 else 1

@@ -204,11 +204,7 @@ def _write_blobs(package: Path, images: dict) -> dict[tuple, str]:
 
 
 def _index_text(index: dict) -> str:
-    return (
-        "{"
-        + ", ".join(f"{name!r}: Entry({blob}, {symbol!r})" for name, (blob, symbol) in index.items())
-        + "}"
-    )
+    return "{" + ", ".join(f"{name!r}: Entry({blob}, {symbol!r})" for name, (blob, symbol) in index.items()) + "}"
 
 
 def emitted_module():
@@ -244,9 +240,7 @@ def emitted_image(spec: Specialization, backend: str, arch: str | None) -> Image
 
 def _image_for(module, backend: str, arch: str | None, name: str):
     """(bytes, format, symbol) of `name` in the emitted images for backend/arch, or None."""
-    index = {"cuda": module.cuda_index, "hip": module.hip_index, "host": getattr(module, "host_index", {})}[
-        backend
-    ]
+    index = {"cuda": module.cuda_index, "hip": module.hip_index, "host": getattr(module, "host_index", {})}[backend]
     entry = index.get(name)
     if entry is None:
         return None
@@ -292,9 +286,7 @@ def find_by_name(backend: str, name: str, arch: str | None):
     if found is None:
         names = known_names(backend)
         near = difflib.get_close_matches(name, names, n=3)
-        hint = (
-            f"; did you mean {', '.join(near)}?" if near else f"; known: {', '.join(sorted(names)) or 'none'}"
-        )
+        hint = f"; did you mean {', '.join(near)}?" if near else f"; known: {', '.join(sorted(names)) or 'none'}"
         raise KernelNotFound(f"no emitted {backend} kernel named {name!r}{hint}")
     return found
 

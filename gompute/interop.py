@@ -113,7 +113,16 @@ def _from_cuda_array_interface(obj, cai: dict, what) -> _core.Buffer:
     shape = tuple(cai["shape"])
     strides = cai.get("strides") or _c_strides(shape, dtype.itemsize)
     buffer = _core.wrap_pointer(
-        Backend.cuda.kind, _cuda_ordinal(obj), ptr or 0, dtype.dlpack_code, dtype.bits, shape, strides, readonly, obj, what
+        Backend.cuda.kind,
+        _cuda_ordinal(obj),
+        ptr or 0,
+        dtype.dlpack_code,
+        dtype.bits,
+        shape,
+        strides,
+        readonly,
+        obj,
+        what,
     )
     raw = cai.get("stream") if version >= 3 else None
     if raw is not None:
@@ -126,8 +135,16 @@ def _from_cuda_array_interface(obj, cai: dict, what) -> _core.Buffer:
 def _from_array_interface(array: np.ndarray, what) -> _core.Buffer:
     dtype = _dtype(array.dtype, what)
     return _core.wrap_pointer(
-        Backend.host.kind, 0, array.ctypes.data, dtype.dlpack_code, dtype.bits, array.shape, array.strides,
-        not array.flags.writeable, array, what,
+        Backend.host.kind,
+        0,
+        array.ctypes.data,
+        dtype.dlpack_code,
+        dtype.bits,
+        array.shape,
+        array.strides,
+        not array.flags.writeable,
+        array,
+        what,
     )
 
 
@@ -185,13 +202,6 @@ def stream_handle(stream) -> int:
         if isinstance(handle, int):
             return handle
     raise ArgumentError(f"cannot use a {type(stream).__name__} as a stream")
-
-
-def as_stream(stream, device) -> _core.Stream:
-    """`stream` as a gompute Stream on `device` (a Compute or a Buffer's device)."""
-    if isinstance(stream, _core.Stream):
-        return stream
-    return device.wrap_stream(stream_handle(stream))
 
 
 def _as_stream(buffer: _core.Buffer, stream, handle: int) -> _core.Stream:

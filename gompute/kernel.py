@@ -106,7 +106,14 @@ class _Call:
     """One call: read the arrays, choose device, stream, output and entry point, launch."""
 
     def __init__(self, bound: Kernel | None, arrays, out, stream, params, auto: AutoKernel | None = None):
-        self.bound, self.auto, self.arrays, self.out, self.stream, self.params = bound, auto, arrays, out, stream, params
+        self.bound, self.auto, self.arrays, self.out, self.stream, self.params = (
+            bound,
+            auto,
+            arrays,
+            out,
+            stream,
+            params,
+        )
         self.kernel = (bound or auto).kernel
         self.finish = _same
 
@@ -235,8 +242,18 @@ class _Call:
 
 # Buffer-protocol formats of the types the fast path reads (bf16 has none).
 _FORMATS = {
-    types.bool_: "?", types.i8: "b", types.u8: "B", types.i16: "h", types.u16: "H", types.i32: "i",
-    types.u32: "I", types.i64: "q", types.u64: "Q", types.f16: "e", types.f32: "f", types.f64: "d",
+    types.bool_: "?",
+    types.i8: "b",
+    types.u8: "B",
+    types.i16: "h",
+    types.u16: "H",
+    types.i32: "i",
+    types.u32: "I",
+    types.i64: "q",
+    types.u64: "Q",
+    types.f16: "e",
+    types.f32: "f",
+    types.f64: "d",
 }
 
 
@@ -303,7 +320,9 @@ def _collapsed(shape, inputs, out):
             for m, t in zip(merged, table):
                 m.append(t[d])
     if len(merged_shape) > _MAX_DIMS:
-        raise ArgumentError(f"these arrays need {len(merged_shape)} dimensions even merged; kernels take at most {_MAX_DIMS}")
+        raise ArgumentError(
+            f"these arrays need {len(merged_shape)} dimensions even merged; kernels take at most {_MAX_DIMS}"
+        )
     return tuple(merged_shape), [tuple(m) for m in merged]
 
 

@@ -144,8 +144,7 @@ class DiskCache:
 def _readable(key: dict) -> dict:
     """The key as meta.json shows it: long values (the source) by their sha256."""
     return {
-        k: (f"sha256:{hashlib.sha256(str(v).encode()).hexdigest()}" if len(str(v)) > 200 else v)
-        for k, v in key.items()
+        k: (f"sha256:{hashlib.sha256(str(v).encode()).hexdigest()}" if len(str(v)) > 200 else v) for k, v in key.items()
     }
 
 

@@ -42,9 +42,7 @@ class Hiprtc:
         check_arch(arch)
         prog = ctypes.c_void_p()
         self._check(
-            self.lib.hiprtcCreateProgram(
-                ctypes.byref(prog), source.encode(), filename.encode(), 0, None, None
-            ),
+            self.lib.hiprtcCreateProgram(ctypes.byref(prog), source.encode(), filename.encode(), 0, None, None),
             "hiprtcCreateProgram",
         )
         try:
@@ -92,8 +90,7 @@ def load() -> Hiprtc:
         except OSError as e:
             tried.append(str(e))
     raise CompileError(
-        "compiling HIP kernels needs hiprtc, which was not found: install ROCm "
-        "(or set HIP_PATH / ROCM_PATH to it)"
+        "compiling HIP kernels needs hiprtc, which was not found: install ROCm (or set HIP_PATH / ROCM_PATH to it)"
     )
 
 

@@ -73,16 +73,12 @@ class Nvrtc:
             )
         return kind
 
-    def compile(
-        self, source: str, arch: str, filename: str = "source.cu", options=OPTIONS
-    ) -> tuple[bytes, str]:
+    def compile(self, source: str, arch: str, filename: str = "source.cu", options=OPTIONS) -> tuple[bytes, str]:
         """(PTX for "compute_XX" or CUBIN for "sm_XX", the compile log)."""
         kind = self.check_arch(arch)
         prog = ctypes.c_void_p()
         self._check(
-            self.lib.nvrtcCreateProgram(
-                ctypes.byref(prog), source.encode(), filename.encode(), 0, None, None
-            ),
+            self.lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), filename.encode(), 0, None, None),
             "nvrtcCreateProgram",
         )
         try:

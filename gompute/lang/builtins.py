@@ -131,15 +131,9 @@ def _entry(name, lo, hi, rule, spell, exact=False, doc=""):
 
 
 _TABLE = [
-    _entry(
-        "abs", 1, 1, SAME, _abs, True, "absolute value; abs of the most negative integer wraps, as in NumPy"
-    ),
-    _entry(
-        "min", 2, None, SAME, _fold("gompute_min"), True, "smallest argument; NaN if any is NaN (np.minimum)"
-    ),
-    _entry(
-        "max", 2, None, SAME, _fold("gompute_max"), True, "largest argument; NaN if any is NaN (np.maximum)"
-    ),
+    _entry("abs", 1, 1, SAME, _abs, True, "absolute value; abs of the most negative integer wraps, as in NumPy"),
+    _entry("min", 2, None, SAME, _fold("gompute_min"), True, "smallest argument; NaN if any is NaN (np.minimum)"),
+    _entry("max", 2, None, SAME, _fold("gompute_max"), True, "largest argument; NaN if any is NaN (np.maximum)"),
     _entry("clamp", 3, 3, SAME, _clamp, True, "clamp(x, lo, hi) = min(max(x, lo), hi) (np.clip)"),
     _entry("where", 3, 3, WHERE, None, True, "where(cond, a, b): a if cond else b, both evaluated"),
     _entry("sqrt", 1, 1, FLOAT, _libm("sqrt"), doc="square root"),
@@ -166,9 +160,7 @@ _TABLE = [
     _entry("fma", 3, 3, FLOAT, _libm("fma"), doc="fma(a, b, c) = a * b + c with one rounding"),
     _entry("hypot", 2, 2, FLOAT, _libm("hypot"), doc="sqrt(x*x + y*y) without overflow"),
     _entry("copysign", 2, 2, FLOAT, _libm("copysign"), True, "the magnitude of x with the sign of y"),
-    _entry(
-        "floor", 1, 1, SAME, _int_or_float(_identity, _libm("floor")), True, "round down; integers unchanged"
-    ),
+    _entry("floor", 1, 1, SAME, _int_or_float(_identity, _libm("floor")), True, "round down; integers unchanged"),
     _entry("ceil", 1, 1, SAME, _int_or_float(_identity, _libm("ceil")), True, "round up; integers unchanged"),
     _entry("trunc", 1, 1, SAME, _int_or_float(_identity, _libm("trunc")), True, "round toward zero"),
     _entry(

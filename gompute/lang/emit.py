@@ -175,9 +175,7 @@ class FunctionEmitter(ExprEmitter):
     """One `ir.Function` → a `GOMPUTE_FN` C++ function, with `#line`s into the user's file."""
 
     def __init__(self, fn: ir.Function, params_struct_names: dict[type, str], function_names: dict[int, str]):
-        super().__init__(
-            {p.name: c_ident(p.name) for p in fn.params if p.params_class is not None}, function_names
-        )
+        super().__init__({p.name: c_ident(p.name) for p in fn.params if p.params_class is not None}, function_names)
         self.fn = fn
         self.struct_names = params_struct_names
         self.lines: list[str] = []

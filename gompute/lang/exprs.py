@@ -131,11 +131,7 @@ class ExprLowering:
         return self.constant(self.resolve(node), node)
 
     def _expr_Attribute(self, node: ast.Attribute) -> ir.Expr:
-        if (
-            isinstance(node.value, ast.Name)
-            and node.value.id in self.args
-            and self.args[node.value.id] is None
-        ):
+        if isinstance(node.value, ast.Name) and node.value.id in self.args and self.args[node.value.id] is None:
             return self.field(node.value.id, node.attr, node)
         return self.constant(self.resolve(node), node)
 
@@ -213,9 +209,7 @@ class ExprLowering:
             return folded
         t = promote(left.type, right.type)
         if op in _ARITH and is_bool(t):
-            raise self.src.error(
-                node, "arithmetic on two bools is not supported; cast one with g.i32(...) first"
-            )
+            raise self.src.error(node, "arithmetic on two bools is not supported; cast one with g.i32(...) first")
         if op in _BITWISE and concrete(t).is_float:
             raise self.src.error(node, f"bitwise operators need integers or bools, not {describe(t)}")
         if op in ("lshift", "rshift") and is_bool(t):

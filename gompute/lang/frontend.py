@@ -91,9 +91,7 @@ def return_annotation(src: Source) -> ScalarType | None:
     if isinstance(hint, str):
         hint = _eval_annotation(src, src.tree, hint, namespace_of(src.function))
     if hint is not None and not isinstance(hint, ScalarType):
-        raise src.error(
-            src.tree.returns or src.tree, f"the return annotation must be a gompute type, not {hint!r}"
-        )
+        raise src.error(src.tree.returns or src.tree, f"the return annotation must be a gompute type, not {hint!r}")
     return hint
 
 
@@ -213,14 +211,11 @@ class Translator(ExprLowering):
         if isinstance(target, ast.Name):
             return target.id
         if isinstance(target, ast.Attribute):
-            raise self.src.error(
-                target, f"assigning to {ast.unparse(target)} is not supported (params are read-only)"
-            )
+            raise self.src.error(target, f"assigning to {ast.unparse(target)} is not supported (params are read-only)")
         if isinstance(target, ast.Subscript):
             raise self.src.error(
                 target,
-                "assigning to an element (x[i] = ...) is not supported; "
-                "a map kernel returns its output value",
+                "assigning to an element (x[i] = ...) is not supported; a map kernel returns its output value",
             )
         raise self.src.error(target, f"assigning to {refused(target)} is not supported")
 
@@ -314,12 +309,7 @@ class Translator(ExprLowering):
         if self.declared_return is not None:
             return [ir.Return(self.cast(value, self.declared_return, node), line)]
         old = self.return_type
-        if (
-            old is not None
-            and not isinstance(old, Weak)
-            and not isinstance(value.type, Weak)
-            and old is not value.type
-        ):
+        if old is not None and not isinstance(old, Weak) and not isinstance(value.type, Weak) and old is not value.type:
             raise self.src.error(
                 node,
                 f"this return gives {describe(value.type)} but the one at line "

@@ -77,9 +77,7 @@ class Func:
             self._src = Source.of(self.fn)
         arrays, _, params_class = check_signature(self._src)
         if params_class is not None:
-            raise self._src.error(
-                self._src.tree, "a @g.func cannot take a params struct; pass the fields it needs"
-            )
+            raise self._src.error(self._src.tree, "a @g.func cannot take a params struct; pass the fields it needs")
         if len(arrays) != len(arg_types):
             raise error(f"{self.fn.__name__} takes {len(arrays)} arguments, got {len(arg_types)}")
         types = [ann if ann is not None else t for (_, ann), t in zip(arrays, arg_types)]
@@ -135,9 +133,7 @@ class MapKernel:
             spec = self._specs[types] = Specialization(symbol, fn, self.block_size)
         return spec
 
-    def variant(
-        self, in_storage: tuple[ScalarType, ...], out_storage: ScalarType | None = None
-    ) -> Specialization:
+    def variant(self, in_storage: tuple[ScalarType, ...], out_storage: ScalarType | None = None) -> Specialization:
         """The specialization reading inputs stored as `in_storage` and writing an output stored as
         `out_storage` (None: the return type), converting each exactly; a second call is a
         dictionary lookup.
@@ -162,9 +158,7 @@ class MapKernel:
         types = []
         for name, ann, t in zip(self.arg_names, self.annotations, in_storage):
             if not isinstance(t, ScalarType):
-                raise ArgumentError(
-                    f"{self.name}: the storage type of {name!r} must be a gompute type, got {t!r}"
-                )
+                raise ArgumentError(f"{self.name}: the storage type of {name!r} must be a gompute type, got {t!r}")
             if ann is not None and not converts_exactly(t, ann):
                 raise ArgumentError(
                     f"{self.name}: {name} is declared {ann.name}; an array of {_dtype_name(t)} does not convert to it "
@@ -174,9 +168,7 @@ class MapKernel:
         spec = self.specialize(*types) if self.generic else self.specialize()
         out_storage = spec.out_type if out_storage is None else out_storage
         if not isinstance(out_storage, ScalarType):
-            raise ArgumentError(
-                f"{self.name}: the output storage type must be a gompute type, got {out_storage!r}"
-            )
+            raise ArgumentError(f"{self.name}: the output storage type must be a gompute type, got {out_storage!r}")
         if not converts_exactly(spec.out_type, out_storage):
             raise ArgumentError(
                 f"{self.name} returns {spec.out_type.name}; an output array of {_dtype_name(out_storage)} cannot hold "
@@ -210,11 +202,7 @@ class MapKernel:
 
     def check_block(self, block) -> None:
         """Refuse a launch block other than `block_size` threads along x."""
-        dims = (
-            tuple(getattr(block, d, 1) for d in ("x", "y", "z"))
-            if not isinstance(block, int)
-            else (block, 1, 1)
-        )
+        dims = tuple(getattr(block, d, 1) for d in ("x", "y", "z")) if not isinstance(block, int) else (block, 1, 1)
         if dims != (self.block_size, 1, 1):
             raise ArgumentError(
                 f"{self.name} was generated for blocks of {self.block_size} threads "

@@ -228,9 +228,7 @@ def _struct_names(units: list[Specialization]) -> dict[type, str]:
 
 
 def _struct(cls, name: str) -> list[str]:
-    fields = [f"  {storage_ctype(f.type)} {c_ident(f.name)};" for f in cls.__fields__] or [
-        "  char gompute_empty;"
-    ]
+    fields = [f"  {storage_ctype(f.type)} {c_ident(f.name)};" for f in cls.__fields__] or ["  char gompute_empty;"]
     return [
         f"struct {name} {{",
         *fields,

@@ -9,7 +9,6 @@ becomes the default type of its kind (int64, float64, bool).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 
@@ -40,7 +39,7 @@ class Weak:
 
 
 WEAK_BOOL, WEAK_INT, WEAK_FLOAT = Weak("b"), Weak("i"), Weak("f")
-Type = Union[ScalarType, Weak]
+Type = ScalarType | Weak
 
 _KIND_ORDER = {"b": 0, "i": 1, "u": 1, "f": 2}
 _DEFAULT = {"b": T.bool_, "i": T.i64, "f": T.f64}

@@ -136,7 +136,9 @@ class Compute:
         if self._device is None:
             raise BackendUnavailable(self._cpu_arm_message(call))
         if self._closed:
-            raise InvalidHandle(f"this Compute ({self._device.describe()}) was deinit()ed; make a new one with Compute.init")
+            raise InvalidHandle(
+                f"this Compute ({self._device.describe()}) was deinit()ed; make a new one with Compute.init"
+            )
         return self._device
 
     def _cpu_arm_message(self, call: str) -> str:

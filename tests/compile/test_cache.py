@@ -44,16 +44,12 @@ def test_another_key_is_another_entry(tmp_path):
     _, a = c.get("k", {"source": "a", "target": "x"}, "out.bin", build)
     _, b = c.get("k", {"source": "a", "target": "y"}, "out.bin", build)
     assert a != b and build.calls == 2
-    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == sorted(
-        [a.name, b.name]
-    )
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == sorted([a.name, b.name])
 
 
 def test_entry_is_a_readable_folder_with_meta(tmp_path):
     root = tmp_path / "new-cache"
-    _, entry = DiskCache(root).get(
-        "scale_relu", {"source": "x" * 500, "target": "sm_90"}, "out.bin", Builder()
-    )
+    _, entry = DiskCache(root).get("scale_relu", {"source": "x" * 500, "target": "sm_90"}, "out.bin", Builder())
     assert entry.parent == root and entry.name.startswith("scale_relu-")
     assert sorted(p.name for p in entry.iterdir()) == ["meta.json", "out.bin", "source.cpp"]
     meta = json.loads((entry / "meta.json").read_text())
@@ -130,9 +126,7 @@ def test_several_processes_build_one_entry_once(tmp_path):
     script.write_text(_WORKER)
     root = tmp_path / "cache"
     procs = [
-        subprocess.Popen(
-            [sys.executable, str(script), str(root), str(log), str(go)], stdout=subprocess.PIPE, text=True
-        )
+        subprocess.Popen([sys.executable, str(script), str(root), str(log), str(go)], stdout=subprocess.PIPE, text=True)
         for _ in range(4)
     ]
     time.sleep(0.5)  # let every worker start and wait at the gate
@@ -141,7 +135,5 @@ def test_several_processes_build_one_entry_once(tmp_path):
     assert all(p.returncode == 0 for p in procs)
     assert len(set(outputs)) == 1 and outputs[0].endswith(str(len(b"made once" * 1000)))
     assert len(log.read_text().splitlines()) == 1
-    assert [p.name for p in root.iterdir() if not p.name.startswith(".")] == [
-        Path(outputs[0].split()[0]).name
-    ]
+    assert [p.name for p in root.iterdir() if not p.name.startswith(".")] == [Path(outputs[0].split()[0]).name]
     assert not [p for p in root.iterdir() if p.name.startswith((".tmp-", ".trash-"))]

@@ -38,5 +38,7 @@ def test_nothing_found_says_what_to_install(fresh_load, monkeypatch):
     monkeypatch.setitem(sys.modules, "cuda", None)
     monkeypatch.delenv("GOMPUTE_LIBNVRTC", raising=False)
     monkeypatch.setattr(nvrtc, "_fallback_paths", lambda: ["/nonexistent/libnvrtc.so"])
-    with pytest.raises(CompileError, match=r"gompute\[cuda\].*/nonexistent/libnvrtc.so|/nonexistent/libnvrtc.so.*gompute\[cuda\]"):
+    with pytest.raises(
+        CompileError, match=r"gompute\[cuda\].*/nonexistent/libnvrtc.so|/nonexistent/libnvrtc.so.*gompute\[cuda\]"
+    ):
         fresh_load()

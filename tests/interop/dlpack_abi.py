@@ -152,9 +152,7 @@ class Handmade:
             self.m.deleter = _DELETE_LEGACY
         self.deletions = 0
         _producers[ctypes.addressof(self.m)] = self
-        self.capsule = capi.PyCapsule_New(
-            ctypes.addressof(self.m), VERSIONED_NAME if versioned else LEGACY_NAME, None
-        )
+        self.capsule = capi.PyCapsule_New(ctypes.addressof(self.m), VERSIONED_NAME if versioned else LEGACY_NAME, None)
 
     def deleted(self) -> int:
         return self.deletions

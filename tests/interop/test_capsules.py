@@ -229,9 +229,7 @@ def test_copy_true_of_strided_views(pattern, shape, strides, offset):
 # ---- consumption ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "max_version, used", [((1, 0), b"used_dltensor_versioned"), (None, b"used_dltensor")]
-)
+@pytest.mark.parametrize("max_version, used", [((1, 0), b"used_dltensor_versioned"), (None, b"used_dltensor")])
 def test_capsule_is_consumed_once(view, max_version, used):
     capsule = view.__dlpack__(max_version=max_version)
     buf = _core.from_dlpack(capsule, "the first view")

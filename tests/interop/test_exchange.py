@@ -82,9 +82,7 @@ def test_numpy_buffer_torch_numpy_round_trip(host, t):
 @needs_torch
 @pytest.mark.parametrize("t", [*NUMPY_TYPES, g.bf16], ids=lambda t: t.name)
 def test_torch_round_trip_shares_memory(host, t):
-    tensor = (
-        torch.from_numpy(sample(g.f32)).to(torch_dtype(t)) if t is g.bf16 else torch.from_numpy(sample(t))
-    )
+    tensor = torch.from_numpy(sample(g.f32)).to(torch_dtype(t)) if t is g.bf16 else torch.from_numpy(sample(t))
     buf = interop.asbuffer(tensor)
     assert (buf.dtype, buf.shape) == (t, tuple(tensor.shape))
     assert buf.strides == tuple(s * t.itemsize for s in tensor.stride())
@@ -265,9 +263,7 @@ def test_view_of_a_byte_range(pattern):
     part = pattern.view_bytes(64, 128)
     inner = part.view(g.u16, (4,), (4,), 8)
     assert inner.data_addr() == pattern.data_addr() + 72
-    assert_same_array(
-        np.from_dlpack(inner), strided_reference(np.asarray(pattern), np.uint16, (4,), (4,), 72)
-    )
+    assert_same_array(np.from_dlpack(inner), strided_reference(np.asarray(pattern), np.uint16, (4,), (4,), 72))
     with pytest.raises(g.ArgumentError, match="128-byte buffer"):
         part.view(g.u8, (129,))
 

@@ -135,9 +135,7 @@ def run_spec(
         args = [out]
     else:
         out = np.zeros(n, dtype=storage_dtype(spec.out_type))
-        args = [np.ascontiguousarray(a, dtype=storage_dtype(t)) for a, t in zip(inputs, spec.in_types)] + [
-            out
-        ]
+        args = [np.ascontiguousarray(a, dtype=storage_dtype(t)) for a, t in zip(inputs, spec.in_types)] + [out]
     args.append(np.uint64(n).tobytes())
     if params is not None:
         args.append(params)
@@ -148,9 +146,7 @@ def run_spec(
     return out
 
 
-def map_host(
-    kernel, *inputs: np.ndarray, params: bytes | None = None, types=(), inplace: bool = False
-) -> np.ndarray:
+def map_host(kernel, *inputs: np.ndarray, params: bytes | None = None, types=(), inplace: bool = False) -> np.ndarray:
     """`kernel` compiled alone for the host and applied elementwise to `inputs`."""
     return run_spec(
         kernel.compile_for("host", None, *types),

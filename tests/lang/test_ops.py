@@ -48,15 +48,11 @@ def sample(dtype, rng, role="any"):
             return rng.integers(0, 6, N).astype(dtype)
         if role == "shift":
             return rng.integers(0, info.bits + 3, N).astype(dtype)
-        edges = [info.min, info.max, 0, 1, 2, 3, 7] + (
-            [-1, -2, -7, info.min + 1] if dtype.kind == "i" else []
-        )
+        edges = [info.min, info.max, 0, 1, 2, 3, 7] + ([-1, -2, -7, info.min + 1] if dtype.kind == "i" else [])
         small = rng.integers(max(info.min, -9), min(info.max, 9) + 1, N // 3)
         wide = rng.integers(info.min, info.max, N - len(edges) - len(small), dtype=dtype, endpoint=True)
         return rng.permutation(np.concatenate([np.array(edges, dtype), small.astype(dtype), wide]))
-    values = rng.standard_normal(N - len(SPECIAL_FLOATS)) * rng.choice(
-        [0.5, 3.0, 100.0], N - len(SPECIAL_FLOATS)
-    )
+    values = rng.standard_normal(N - len(SPECIAL_FLOATS)) * rng.choice([0.5, 3.0, 100.0], N - len(SPECIAL_FLOATS))
     if role == "unit":
         values = np.tanh(values)
     with np.errstate(over="ignore"):
@@ -164,18 +160,12 @@ def _cases():
         dtypes = FLOATS + ([np.int8, np.int16, np.int32] if name in ("sqrt", "exp", "sin") else [])
         cases += [(name, getattr(K, f"b_{name}"), ref, (d,), (domain,), False) for d in dtypes]
     for name, ref in EXACT_FUNCS.items():
-        dtypes = FLOATS + (
-            [np.int8, np.uint16, np.int64] if name in ("abs", "floor", "round", "isnan") else []
-        )
+        dtypes = FLOATS + ([np.int8, np.uint16, np.int64] if name in ("abs", "floor", "round", "isnan") else [])
         cases += [(name, getattr(K, f"b_{name}"), ref, (d,), ("any",), True) for d in dtypes]
     for name, ref in {**FLOAT_BINARY, **EXACT_BINARY}.items():
         dtypes = FLOATS + (INTS if name in EXACT_BINARY else [])
-        cases += [
-            (name, getattr(K, f"b_{name}"), ref, (d, d), ("any", "any"), name in EXACT_BINARY) for d in dtypes
-        ]
-    cases += [
-        ("pow", K.b_pow, np.power, (d, d), ("any", "exponent"), d is np.int32) for d in (np.int32, np.float32)
-    ]
+        cases += [(name, getattr(K, f"b_{name}"), ref, (d, d), ("any", "any"), name in EXACT_BINARY) for d in dtypes]
+    cases += [("pow", K.b_pow, np.power, (d, d), ("any", "exponent"), d is np.int32) for d in (np.int32, np.float32)]
     cases += [
         (
             "fma",

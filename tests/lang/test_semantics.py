@@ -107,9 +107,7 @@ def test_generic_kernel_specializes_per_dtype(image, sig):
     expected = _python(S.generic_mix.fn, inputs, None, None)
     assert spec.out_type.dtype == expected.dtype  # NEP 50: the literals 2 and 3 widen nothing
     assert spec.name == f"generic_mix__{sig[0].name}_{sig[1].name}"
-    np.testing.assert_allclose(
-        run_spec(image, spec, *inputs), expected, rtol=1e-6 if sig[0] is not T.f16 else 1e-3
-    )
+    np.testing.assert_allclose(run_spec(image, spec, *inputs), expected, rtol=1e-6 if sig[0] is not T.f16 else 1e-3)
 
 
 def test_generic_specialization_is_cached():
@@ -163,9 +161,7 @@ def test_host_entry_traps_on_a_block_other_than_its_block_size(image):
 
 def test_f16_is_rounded_after_every_operation(image):
     rng = np.random.default_rng(5)
-    x = np.concatenate([[np.nan, np.inf, -np.inf, 0.0, 65504.0], rng.standard_normal(90) * 30]).astype(
-        np.float16
-    )
+    x = np.concatenate([[np.nan, np.inf, -np.inf, 0.0, 65504.0], rng.standard_normal(90) * 30]).astype(np.float16)
     y = (rng.standard_normal(95) * 30).astype(np.float16)
     with np.errstate(all="ignore"):
         z = x * y + np.sqrt(np.abs(x))
@@ -184,9 +180,7 @@ def _f32_to_bf16(x: np.ndarray) -> np.ndarray:
 
 def test_bf16_computes_in_f32_rounded_to_bf16(image):
     rng = np.random.default_rng(6)
-    x = _f32_to_bf16(
-        np.concatenate([[np.nan, np.inf, 0.0, -1.0], rng.standard_normal(60) * 100]).astype(np.float32)
-    )
+    x = _f32_to_bf16(np.concatenate([[np.nan, np.inf, 0.0, -1.0], rng.standard_normal(60) * 100]).astype(np.float32))
     y = (rng.standard_normal(64) * 10).astype(np.float32)
     spec = S.bf16_ops.specialize()
     assert spec.out_type is T.bf16  # bf16 * 3 stays bf16; + f32 is f32, then the return rounds to bf16
@@ -199,6 +193,4 @@ def test_a_kernel_without_inputs_fills_its_output(image):
     packed, _ = _params(S.Params, SCALE)
     entry, _ = S.fill.entry_points()
     assert [a.name for a in entry.args] == ["out", "len", "params"]
-    np.testing.assert_array_equal(
-        run_spec(image, S.fill.specialize(), params=packed, n=300), np.full(300, 3.0)
-    )
+    np.testing.assert_array_equal(run_spec(image, S.fill.specialize(), params=packed, n=300), np.full(300, 3.0))

@@ -155,9 +155,7 @@ def test_mixed_storage_types_into_an_f64_kernel(module):
     a = np.arange(-300, 300, dtype=np.int16).reshape(20, 30)[::-1, ::2]
     b = _f32((20, 15))[::2]
     out = np.empty((10, 15))
-    np.testing.assert_array_equal(
-        run_strided(module, "mix_i16_f32", out, a[::2], b), a[::2].astype(np.float64) * 2 - b
-    )
+    np.testing.assert_array_equal(run_strided(module, "mix_i16_f32", out, a[::2], b), a[::2].astype(np.float64) * 2 - b)
 
 
 def test_storage_variants_convert_inputs_and_results_exactly(module):
@@ -218,9 +216,7 @@ def test_a_kernel_without_inputs_fills_a_strided_output(module):
 def test_strided_entry_traps_on_another_block_size(module):
     x = _f32(100)[::2]
     out = np.zeros_like(x)
-    with pytest.raises(
-        SyncFailed, match="affine__strided: launched with a block size other than its block_size, 256"
-    ):
+    with pytest.raises(SyncFailed, match="affine__strided: launched with a block size other than its block_size, 256"):
         run_strided(module, "affine", out, x, block=128)
     assert (out == 0).all()
 

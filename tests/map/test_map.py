@@ -247,11 +247,11 @@ def test_map_on_torch_views_and_in_place():
 
 def test_pipeline_numpy_map_torch_map_numpy_shares_memory():
     x = rng.standard_normal(4096).astype(np.float32)
-    y = g.map(scale_relu)(x, scale=2)                 # numpy in, numpy out
-    t = torch.from_dlpack(y)                          # no copy
+    y = g.map(scale_relu)(x, scale=2)  # numpy in, numpy out
+    t = torch.from_dlpack(y)  # no copy
     assert t.data_ptr() == y.ctypes.data
-    t.mul_(3)                                         # torch op
-    g.map(scale_relu)(t, out=t, scale=0.5)            # g.map on the tensor, in place
+    t.mul_(3)  # torch op
+    g.map(scale_relu)(t, out=t, scale=0.5)  # g.map on the tensor, in place
     back = np.from_dlpack(t)
     assert back.ctypes.data == y.ctypes.data
     np.testing.assert_allclose(back, expected_scale_relu(x, 2) * 3 * 0.5, rtol=1e-6)

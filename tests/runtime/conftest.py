@@ -33,6 +33,8 @@ def host_image(host_module_path) -> bytes:
 def kernels(compute, host_image):
     """The hand-written module loaded on `compute`; host only (GPU backends need PTX)."""
     if compute.backend is not g.Backend.host:
-        pytest.skip(f"the hand-written kernels are a host shared object; {compute.backend} needs PTX/HSACO "
-                    "(benchmarks/gpu_check.py runs these scenarios with PTX)")
+        pytest.skip(
+            f"the hand-written kernels are a host shared object; {compute.backend} needs PTX/HSACO "
+            "(benchmarks/gpu_check.py runs these scenarios with PTX)"
+        )
     return compute.load_module(host_image)

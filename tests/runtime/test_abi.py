@@ -20,9 +20,7 @@ def test_dim3_defaults_and_count():
     assert g.Dim3(2, 3, 4).count == 24
 
 
-@pytest.mark.parametrize(
-    "n, block, blocks", [(1024, 256, 4), (1025, 256, 5), (1, 256, 1), (256, 256, 1), (7, 1, 7)]
-)
+@pytest.mark.parametrize("n, block, blocks", [(1024, 256, 4), (1025, 256, 5), (1, 256, 1), (256, 256, 1), (7, 1, 7)])
 def test_dim3_linear_is_ceil_division(n, block, blocks):
     assert g.Dim3.linear(n, block) == g.Dim3(blocks)
 
@@ -45,8 +43,11 @@ def test_dim3_refuses_bad_axes(args):
 @pytest.mark.parametrize(
     "value, fmt",
     [
-        (g.u64(2**40 + 3), "<Q"), (g.i32(-5), "<i"), (g.f32(2.5), "<f"),
-        (g.f64(-0.125), "<d"), (g.u8(255), "<B"),
+        (g.u64(2**40 + 3), "<Q"),
+        (g.i32(-5), "<i"),
+        (g.f32(2.5), "<f"),
+        (g.f64(-0.125), "<d"),
+        (g.u8(255), "<B"),
     ],
     ids=repr,
 )
@@ -76,9 +77,7 @@ def test_untyped_python_values_are_refused_with_the_type_to_pick(value, hint):
         g.interface.arg(value)
 
 
-@pytest.mark.parametrize(
-    "make", [lambda: g.u64(-1), lambda: g.i8(128), lambda: g.u32(2**32), lambda: g.i32(1.5)]
-)
+@pytest.mark.parametrize("make", [lambda: g.u64(-1), lambda: g.i8(128), lambda: g.u32(2**32), lambda: g.i32(1.5)])
 def test_typed_scalars_refuse_values_they_cannot_hold(make):
     with pytest.raises(g.ArgumentError):
         make()
@@ -87,15 +86,34 @@ def test_typed_scalars_refuse_values_they_cannot_hold(make):
 # ---- params structs -----------------------------------------------------------------
 
 _CTYPES = {
-    g.bool_: ctypes.c_bool, g.i8: ctypes.c_int8, g.i16: ctypes.c_int16, g.i32: ctypes.c_int32,
-    g.i64: ctypes.c_int64, g.u8: ctypes.c_uint8, g.u16: ctypes.c_uint16, g.u32: ctypes.c_uint32,
-    g.u64: ctypes.c_uint64, g.f16: ctypes.c_uint16, g.bf16: ctypes.c_uint16, g.f32: ctypes.c_float,
+    g.bool_: ctypes.c_bool,
+    g.i8: ctypes.c_int8,
+    g.i16: ctypes.c_int16,
+    g.i32: ctypes.c_int32,
+    g.i64: ctypes.c_int64,
+    g.u8: ctypes.c_uint8,
+    g.u16: ctypes.c_uint16,
+    g.u32: ctypes.c_uint32,
+    g.u64: ctypes.c_uint64,
+    g.f16: ctypes.c_uint16,
+    g.bf16: ctypes.c_uint16,
+    g.f32: ctypes.c_float,
     g.f64: ctypes.c_double,
 }
 _C_TYPES = {
-    g.bool_: "bool", g.i8: "int8_t", g.i16: "int16_t", g.i32: "int32_t", g.i64: "int64_t", g.u8: "uint8_t",
-    g.u16: "uint16_t", g.u32: "uint32_t", g.u64: "uint64_t", g.f16: "uint16_t", g.bf16: "uint16_t",
-    g.f32: "float", g.f64: "double",
+    g.bool_: "bool",
+    g.i8: "int8_t",
+    g.i16: "int16_t",
+    g.i32: "int32_t",
+    g.i64: "int64_t",
+    g.u8: "uint8_t",
+    g.u16: "uint16_t",
+    g.u32: "uint32_t",
+    g.u64: "uint64_t",
+    g.f16: "uint16_t",
+    g.bf16: "uint16_t",
+    g.f32: "float",
+    g.f64: "double",
 }
 
 
@@ -183,8 +201,7 @@ def test_pack_spells_bf16_and_bool_as_c_does():
 def test_params_accepts_string_annotations(tmp_path, monkeypatch):
     """A user module with `from __future__ import annotations` declares Params the same way."""
     (tmp_path / "user_params.py").write_text(
-        "from __future__ import annotations\nimport gompute as g\n\n"
-        "class P(g.Params):\n    x: g.u32\n    y: g.f64\n"
+        "from __future__ import annotations\nimport gompute as g\n\nclass P(g.Params):\n    x: g.u32\n    y: g.f64\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     import user_params
@@ -228,6 +245,7 @@ def test_pack_refuses_missing_unknown_or_out_of_range_fields(values, match):
 
 def test_a_params_field_needs_a_gompute_type():
     with pytest.raises(g.ArgumentError, match="g.f32"):
+
         class Bad(g.Params):  # noqa: F841
             x: int
 

@@ -85,8 +85,15 @@ def test_deinit_releases_the_handle_only(compute):
     buf = other.alloc(16)
     other.deinit()
     other.deinit()  # idempotent
-    for call in (lambda: other.alloc(4), other.create_stream, other.synchronize, lambda: other.ordinal,
-                 other.create_event, lambda: other.default_stream, other.device_info):
+    for call in (
+        lambda: other.alloc(4),
+        other.create_stream,
+        other.synchronize,
+        lambda: other.ordinal,
+        other.create_event,
+        lambda: other.default_stream,
+        other.device_info,
+    ):
         with pytest.raises(g.InvalidHandle, match="deinit"):
             call()
     buf.upload(b"\x01" * 16)  # what it made lives on: the context is still there
@@ -109,8 +116,16 @@ def test_bound_modules_have_the_same_shape():
         module = getattr(g.runtime, name)
         assert callable(module.Compute.init) and callable(module.Compute.init_device)
         assert callable(module.shutdown)
-        for method in ("alloc", "alloc_pinned", "load_module", "create_stream", "create_event", "synchronize",
-                       "deinit", "device_info"):
+        for method in (
+            "alloc",
+            "alloc_pinned",
+            "load_module",
+            "create_stream",
+            "create_event",
+            "synchronize",
+            "deinit",
+            "device_info",
+        ):
             assert hasattr(module.Compute, method), (name, method)
 
 
@@ -268,10 +283,17 @@ def test_an_empty_env_value_means_probe(monkeypatch):
 
 def test_info_explains_each_backend():
     """With the GPU libraries pointed at paths that do not exist, info names those paths."""
-    env = {**os.environ, "GOMPUTE_LIBCUDA": "/nonexistent/libcuda-test.so",
-           "GOMPUTE_LIBHIP": "/nonexistent/libhip-test.so"}
+    env = {
+        **os.environ,
+        "GOMPUTE_LIBCUDA": "/nonexistent/libcuda-test.so",
+        "GOMPUTE_LIBHIP": "/nonexistent/libhip-test.so",
+    }
     result = subprocess.run(
-        [sys.executable, "-m", "gompute", "info"], capture_output=True, text=True, cwd=REPO, env=env,
+        [sys.executable, "-m", "gompute", "info"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
         timeout=60,
     )
     assert result.returncode == 0, result.stderr

@@ -446,10 +446,7 @@ def fake_libcuda(cxx, tmp_path_factory) -> dict[str, Path]:
 def fake_cubin(build_host, kernel_names) -> Path:
     """host_kernels.cpp with the kernel table the fake reads in place of a CUBIN's."""
     names = ", ".join(f'"{name}"' for name in sorted(kernel_names))
-    table = (
-        'extern "C" { __attribute__((visibility("default"))) '
-        f"const char* fake_cuda_kernels[] = {{{names}, 0}}; }}"
-    )
+    table = f'extern "C" {{ __attribute__((visibility("default"))) const char* fake_cuda_kernels[] = {{{names}, 0}}; }}'
     return build_host(f"{KERNEL_SOURCE.read_text()}\n{table}\n")
 
 

@@ -69,8 +69,13 @@ def test_a_deinit_stream_refuses_work(compute):
     s.deinit()
     s.deinit()  # idempotent
     with compute.alloc(16) as buf:
-        for call in (s.synchronize, lambda: s.handle, lambda: buf.upload(b"1234", stream=s),
-                     lambda: buf.download(bytearray(4), stream=s), lambda: compute.create_event().record(s)):
+        for call in (
+            s.synchronize,
+            lambda: s.handle,
+            lambda: buf.upload(b"1234", stream=s),
+            lambda: buf.download(bytearray(4), stream=s),
+            lambda: compute.create_event().record(s),
+        ):
             with pytest.raises(g.InvalidHandle, match="deinit"):
                 call()
     with compute.create_stream() as s2:
@@ -191,8 +196,12 @@ def test_event_wait_orders_work_across_streams_without_blocking_the_host(compute
     n = 4096
     x = np.arange(n, dtype=np.float32)
     add = kernels.get_kernel("add")
-    with compute.alloc(x.nbytes) as data, compute.alloc(x.nbytes) as out, \
-            compute.create_stream() as producer, compute.create_stream() as consumer:
+    with (
+        compute.alloc(x.nbytes) as data,
+        compute.alloc(x.nbytes) as out,
+        compute.create_stream() as producer,
+        compute.create_stream() as consumer,
+    ):
         data.upload(np.zeros(n, np.float32))
         ready, finished = compute.create_event(), compute.create_event()
         gate = Gate(compute, kernels, producer)
@@ -215,8 +224,7 @@ def test_two_streams_overlap_a_copy_with_a_launch(compute, kernels):
     """A copy from pinned memory on one stream finishes while a kernel on another still runs."""
     pinned = compute.alloc_pinned(1 << 16)
     np.frombuffer(pinned, np.uint8)[:] = 7
-    with compute.alloc(1 << 16) as buf, compute.create_stream() as kernel_s, \
-            compute.create_stream() as copy_s:
+    with compute.alloc(1 << 16) as buf, compute.create_stream() as kernel_s, compute.create_stream() as copy_s:
         gate = Gate(compute, kernels, kernel_s)
         try:
             buf.upload(pinned, stream=copy_s)

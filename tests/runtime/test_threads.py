@@ -47,11 +47,20 @@ def test_eight_threads_each_with_streams_buffers_and_launches(compute, kernels):
             scale = float(tid + 1)
             with compute.create_stream() as s, compute.alloc(x.nbytes) as a, compute.alloc(x.nbytes) as b:
                 a.upload(x, stream=s)
-                scale_relu.launch(g.Dim3.linear(n, 256), 256, 0,
-                                  [a.arg_ptr(), g.interface.arg(g.u64(n)),
-                                   g.interface.arg(g.abi.pack(_Scale, scale=scale))], stream=s)
-                add.launch(g.Dim3.linear(n, 128), 128, 0,
-                           [b.arg_ptr(), a.arg_ptr(), a.arg_ptr(), g.interface.arg(g.u64(n))], stream=s)
+                scale_relu.launch(
+                    g.Dim3.linear(n, 256),
+                    256,
+                    0,
+                    [a.arg_ptr(), g.interface.arg(g.u64(n)), g.interface.arg(g.abi.pack(_Scale, scale=scale))],
+                    stream=s,
+                )
+                add.launch(
+                    g.Dim3.linear(n, 128),
+                    128,
+                    0,
+                    [b.arg_ptr(), a.arg_ptr(), a.arg_ptr(), g.interface.arg(g.u64(n))],
+                    stream=s,
+                )
                 out = np.empty_like(x)
                 b.download(out, stream=s)
                 s.synchronize()
