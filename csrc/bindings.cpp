@@ -226,7 +226,7 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init([](int arity, uint32_t block_size, const std::vector<std::tuple<std::string, size_t, char, int>>& fields,
                        size_t params_size, bool has_params) {
              std::vector<ParamField> table;
-             for (const auto& [name, offset, kind, bits] : fields) table.push_back({name, offset, kind, bits});
+             for (const auto& [name, offset, kind, bits] : fields) table.push_back({name, py::none(), offset, kind, bits});
              return std::make_unique<FastMap>(arity, block_size, std::move(table), params_size, has_params);
            }),
            py::arg("arity"), py::arg("block_size"), py::arg("fields"), py::arg("params_size"), py::arg("has_params"))

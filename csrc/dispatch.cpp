@@ -237,6 +237,7 @@ FastMap::FastMap(int arity, uint32_t block_size, std::vector<ParamField> fields,
                  bool has_params)
     : arity_(arity), block_size_(block_size), fields_(std::move(fields)), params_size_(params_size),
       has_params_(has_params) {
+  for (ParamField& f : fields_) f.key = py::reinterpret_steal<py::object>(PyUnicode_InternFromString(f.name.c_str()));
   py::module_ np = py::module_::import("numpy");
   ndarray_ = np.attr("ndarray");
   empty_ = np.attr("empty");
@@ -254,7 +255,7 @@ bool FastMap::pack_params(PyObject* kwargs, Py_ssize_t other_keys, std::string& 
   if (given != Py_ssize_t(fields_.size())) return false;
   out.assign(params_size_, '\0');
   for (const ParamField& f : fields_) {
-    PyObject* value = PyDict_GetItemString(kwargs, f.name.c_str());  // borrowed
+    PyObject* value = PyDict_GetItem(kwargs, f.key.ptr());  // borrowed
     if (!value || !pack_field(f, value, out.data() + f.offset)) {
       PyErr_Clear();
       return false;
@@ -270,9 +271,11 @@ std::shared_ptr<Kernel> FastMap::find(const std::string& signature) const {
 }
 
 py::object FastMap::dispatch(py::object self, py::args arrays, py::kwargs kwargs) {
+  static PyObject* const out_key = PyUnicode_InternFromString("out");  // kept for the process
+  static PyObject* const stream_key = PyUnicode_InternFromString("stream");
   PyObject* kw = kwargs.ptr();
-  PyObject* out = PyDict_GetItemString(kw, "out");        // borrowed, or null
-  PyObject* stream = PyDict_GetItemString(kw, "stream");  // a stream: the general path
+  PyObject* out = PyDict_GetItem(kw, out_key);        // borrowed, or null
+  PyObject* stream = PyDict_GetItem(kw, stream_key);  // a stream: the general path
   if (!stream || stream == Py_None) {
     const Py_ssize_t other_keys = (out != nullptr) + (stream != nullptr);
     py::object result = call(arrays, out ? out : Py_None, kw, other_keys);
