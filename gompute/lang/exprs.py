@@ -26,7 +26,7 @@ from .types import (
     weak_of,
 )
 
-_BINOPS = {
+BINOPS = {  # also augmented assignment's (frontend.py)
     ast.Add: "add",
     ast.Sub: "sub",
     ast.Mult: "mul",
@@ -40,7 +40,7 @@ _BINOPS = {
     ast.LShift: "lshift",
     ast.RShift: "rshift",
 }
-_PY_BINOPS = {
+_PYBINOPS = {
     "add": operator.add,
     "sub": operator.sub,
     "mul": operator.mul,
@@ -198,7 +198,7 @@ class ExprLowering:
     # -- operators ----------------------------------------------------------------------------
 
     def _expr_BinOp(self, node: ast.BinOp) -> ir.Expr:
-        op = _BINOPS.get(type(node.op))
+        op = BINOPS.get(type(node.op))
         if op is None:
             raise self.src.error(node, f"{refused(node.op)} is not supported in the kernel language")
         return self.binary(op, self.expr(node.left), self.expr(node.right), node)
@@ -225,7 +225,7 @@ class ExprLowering:
         if not (isinstance(left.type, Weak) and isinstance(right.type, Weak)):
             return None
         try:
-            value = _PY_BINOPS[op](left.value, right.value)
+            value = _PYBINOPS[op](left.value, right.value)
         except (ZeroDivisionError, OverflowError, ValueError, TypeError) as e:
             raise self.src.error(node, f"{ast.unparse(node)} fails at compile time: {e}") from None
         weak = weak_of(value)

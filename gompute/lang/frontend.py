@@ -13,25 +13,11 @@ import builtins as _py
 from ..abi import Params
 from ..types import ScalarType
 from . import ir
-from .exprs import ExprLowering, Unresolved, refused
+from .exprs import BINOPS, ExprLowering, Unresolved, refused
 from .source import Source
 from .types import WEAK_INT, Type, Weak, concrete, describe, promote
 
 _MAX_PASSES = 16
-_AUG_OPS = {
-    ast.Add: "add",
-    ast.Sub: "sub",
-    ast.Mult: "mul",
-    ast.Div: "truediv",
-    ast.FloorDiv: "floordiv",
-    ast.Mod: "mod",
-    ast.Pow: "pow",
-    ast.BitAnd: "and",
-    ast.BitOr: "or",
-    ast.BitXor: "xor",
-    ast.LShift: "lshift",
-    ast.RShift: "rshift",
-}
 _REFUSED_STMTS = {
     ast.Try: "try",
     ast.With: "with",
@@ -201,7 +187,7 @@ class Translator(ExprLowering):
 
     def _stmt_AugAssign(self, node: ast.AugAssign):
         name = self._target(node.target)
-        op = _AUG_OPS.get(type(node.op))
+        op = BINOPS.get(type(node.op))  # x op= y means x = x op y
         if op is None:
             raise self.src.error(node, f"{refused(node.op)} is not supported in the kernel language")
         current = self.expr(ast.copy_location(ast.Name(name, ast.Load()), node.target))

@@ -58,19 +58,18 @@ def _reasons(ordinal: int) -> dict[str, str]:
 def _check_backend(value) -> Backend:
     if isinstance(value, Backend):
         return value
-    try:
-        return Backend(value)
-    except ValueError:
-        names = ", ".join(b.value for b in Backend)
-        raise ArgumentError(f"unknown backend {value!r}; choose one of {names}") from None
+    return _parse(value, lambda names: f"unknown backend {value!r}; choose one of {names}")
 
 
 def _from_environment() -> Backend | None:
     value = os.environ.get("GOMPUTE_BACKEND", "").strip().lower()
     if not value:
         return None
+    return _parse(value, lambda names: f"GOMPUTE_BACKEND={value!r} is not a backend; set it to {names}, or unset it")
+
+
+def _parse(value, message) -> Backend:
     try:
         return Backend(value)
     except ValueError:
-        names = "|".join(b.value for b in Backend)
-        raise ArgumentError(f"GOMPUTE_BACKEND={value!r} is not a backend; set it to {names}, or unset it") from None
+        raise ArgumentError(message("|".join(b.value for b in Backend))) from None
