@@ -171,25 +171,67 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
     pointers = _pointers(entry)
     rows = [f"{p.name} + at[{k}]" for k, p in enumerate(pointers)]
     unit_steps = " && ".join(f"step[{k}] == 1" for k in range(len(pointers)))
+    out = len(pointers) - 1
+    head = _host_head(unit, entry, structs)
+    tiled = [f"  const bool tiled{k} = tile && gompute_tiled(strides, {k});" for k in range(out)]
     lines = [
-        *_host_head(unit, entry, structs),
-        "    gompute_runs(strides, base, end, [&](const int64_t* at, const int64_t* step, int64_t n) {",
+        *head[:-2],
+        "  const bool tile = gompute_tile_layout(strides);",
+        *tiled,
+        *head[-2:],
+        "    auto run = [&](const int64_t* at, const int64_t* step, int64_t n) {",
         f"      if ({unit_steps}) return {_rows_call(unit, call_name, rows, 'n')}",
         "      for (int64_t j0 = 0; j0 < n; j0 += GOMPUTE_CHUNK) {",
         "        const int64_t m = n - j0 < GOMPUTE_CHUNK ? n - j0 : GOMPUTE_CHUNK;",
     ]
     for k, p in enumerate(pointers):
         lines.append(f"        {storage_ctype(p.type)} b{k}[GOMPUTE_CHUNK];")
-    for k in range(len(pointers) - 1):
+    for k in range(out):
         lines.append(f"        const auto* s{k} = gompute_source(b{k}, {rows[k]} + j0 * step[{k}], step[{k}], m);")
-    out = len(pointers) - 1
     target = f"{rows[out]} + j0 * step[{out}]"
     lines += [
         f"        auto* s{out} = step[{out}] == 1 ? {target} : b{out};",
         f"        {_rows_call(unit, call_name, [f's{k}' for k in range(len(pointers))], 'm')}",
         f"        if (step[{out}] != 1) gompute_scatter({target}, step[{out}], b{out}, m);",
         "      }",
-        "    });",
+        "    };",
+        "    if (tile) {",
+        "      // Whole rows [r0, r1) in tiles (host_strided.h), the partial rows at the edges walked.",
+        "      const uint64_t cols = (uint64_t)strides.shape[1];",
+        "      const uint64_t r0 = (base + cols - 1) / cols, r1 = end / cols;",
+        "      if (r0 < r1) {",
+        "        if (base < r0 * cols) gompute_runs(strides, base, r0 * cols, run);",
+        "        for (uint64_t r = r0; r < r1; r += GOMPUTE_TILE_ROWS) {",
+        "          const int64_t t = r1 - r < GOMPUTE_TILE_ROWS ? (int64_t)(r1 - r) : GOMPUTE_TILE_ROWS;",
+        "          for (int64_t c = 0; c < (int64_t)cols; c += GOMPUTE_TILE_COLS) {",
+        "            const int64_t m = (int64_t)cols - c < GOMPUTE_TILE_COLS ? (int64_t)cols - c : GOMPUTE_TILE_COLS;",
+    ]
+    for k, p in enumerate(pointers[:-1]):
+        st = f"strides.strides[{k}]"
+        lines += [
+            f"            {storage_ctype(p.type)} t{k}[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_COLS];",
+            f"            const auto* p{k} = {p.name} + (int64_t)r * {st}[0] + c * {st}[1];",
+            f"            if (tiled{k}) gompute_gather_tile(t{k}, p{k}, {st}[1], t, m);",
+        ]
+    lines.append("            for (int64_t i = 0; i < t; ++i) {")
+    for k in range(out):
+        st = f"strides.strides[{k}]"
+        lines.append(
+            f"              const auto* s{k} = tiled{k} ? t{k} + i * GOMPUTE_TILE_COLS"
+            f" : gompute_source(t{k} + i * GOMPUTE_TILE_COLS, p{k} + i * {st}[0], {st}[1], m);"
+        )
+    o = pointers[out].name
+    lines += [
+        f"              auto* s{out} = {o} + (int64_t)(r + i) * strides.strides[{out}][0] + c;",
+        f"              {_rows_call(unit, call_name, [f's{k}' for k in range(len(pointers))], 'm')}",
+        "            }",
+        "          }",
+        "        }",
+        "        if (r1 * cols < end) gompute_runs(strides, r1 * cols, end, run);",
+        "        continue;",
+        "      }",
+        "    }",
+        "    gompute_runs(strides, base, end, run);",
         "  }",
         "}",
     ]

@@ -89,3 +89,63 @@ def test_transposes(shape):
     back = np.full(shape, np.nan, np.float32).T
     g.map(affine)(np.ascontiguousarray(x), out=back)
     np.testing.assert_array_equal(back, x * np.float32(2) + 1)
+
+
+@g.map_kernel(block_size=32)
+def affine_small_blocks(x: g.f32) -> g.f32:
+    return x * 2 + 1
+
+
+@g.map_kernel
+def mix3(a: g.f32, b: g.f32, c: g.f32) -> g.f32:
+    return a * 2 - b + c * 3
+
+
+# The 2-D tile path (host_strided.h): tiles of 16 rows by 128 columns; shapes that are not
+# multiples of either, a single tile, one row or column of tiles, and block ranges (32 or 256
+# elements, times the pool's grain) that start and end mid-row.
+TILE_SHAPES = [(2, 2), (3, 1000), (1000, 3), (17, 129), (16, 128), (33, 300), (257, 131), (1, 500), (500, 1)]
+
+
+@pytest.mark.parametrize("kernel", [affine, affine_small_blocks])
+@pytest.mark.parametrize("shape", TILE_SHAPES)
+def test_tiled_transpose_writes_only_its_view(kernel, shape):
+    rows, cols = shape
+    x = _f32(rows * cols, seed=3).reshape(cols, rows).T
+    assert x.shape == shape
+    base = np.full((rows + 2, cols + 5), np.nan, np.float32)
+    out = base[1 : rows + 1, 2 : cols + 2]
+    g.map(kernel)(x, out=out)
+    np.testing.assert_array_equal(out, x * np.float32(2) + 1)
+    untouched = np.ones(base.shape, bool)
+    untouched[1 : rows + 1, 2 : cols + 2] = False
+    assert np.isnan(base[untouched]).all()
+
+
+@pytest.mark.parametrize("shape", [(37, 23), (129, 300), (300, 129), (40, 1)])
+def test_tiled_transpose_beside_other_inputs(shape):
+    rows, cols = shape
+    t = _f32(rows * cols, seed=4).reshape(cols, rows).T
+    c = _f32(rows * cols, seed=5).reshape(shape)
+    s = _f32(rows * cols * 2, seed=6).reshape(rows, cols * 2)[:, ::2]
+    row = _f32(cols, seed=7)
+    col = _f32(rows, seed=8)[:, None]
+    for a, b, z in [(t, c, s), (c, t, row), (s, row, t), (t, t, col)]:
+        np.testing.assert_array_equal(g.map(mix3)(a, b, z), a * np.float32(2) - b + z * np.float32(3))
+
+
+@pytest.mark.parametrize("shape", [(3000, 7), (7, 3000), (1100, 1100)])
+def test_tiled_transpose_over_many_block_ranges(shape):
+    x = _f32(shape[0] * shape[1], seed=9).reshape(shape[::-1]).T
+    for kernel in (affine, affine_small_blocks):
+        np.testing.assert_array_equal(g.map(kernel)(x), x * np.float32(2) + 1)
+
+
+def test_tiled_transpose_of_a_view():
+    base = _f32(300 * 400, seed=10).reshape(300, 400)
+    x = base[5:250:1, 3:390].T
+    out = np.empty(x.shape, np.float32)
+    g.map(affine)(x, out=out)
+    np.testing.assert_array_equal(out, x * np.float32(2) + 1)
+    y = base[::-1, ::2].T  # outer stride -1: not the tile path, still right
+    np.testing.assert_array_equal(g.map(affine)(y), y * np.float32(2) + 1)

@@ -98,3 +98,50 @@ GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {
   gompute_gather(b, p, step, n);
   return b;
 }
+
+// The 2-D tile path, for a transpose: a collapsed layout of two dimensions whose output is
+// contiguous along the rows while some input is contiguous down the columns (outer stride 1,
+// inner stride not). Walking such an input along the rows touches a new cache line (and soon a
+// new page) per element. Instead the whole rows of a block range go in tiles of
+// GOMPUTE_TILE_ROWS rows by GOMPUTE_TILE_COLS columns: each such input is gathered by reading down
+// its columns, GOMPUTE_TILE_ROWS contiguous elements at a time, into a tile buffer in L1 (a small
+// transpose), and the rows function then runs on each row of the tile. The partial rows at the
+// block range's edges take the run walk. The output, contiguous along the rows, is never one of
+// the transposed inputs, so each tile may be read in full before it is written.
+#define GOMPUTE_TILE_ROWS 16
+#define GOMPUTE_TILE_COLS 128
+
+template <int N>
+GOMPUTE_FN bool gompute_tiled(const gompute_strides<N>& s, int a) {
+  return s.ndim == 2 && s.strides[a][0] == 1 && s.strides[a][1] != 1;
+}
+
+// Whether the tile path takes layout s: the output (array N - 1) is contiguous along its rows
+// and some input is a transpose.
+template <int N>
+GOMPUTE_FN bool gompute_tile_layout(const gompute_strides<N>& s) {
+  if (s.ndim != 2 || s.strides[N - 1][1] != 1 || s.shape[0] < 2 || s.shape[1] < 2) return false;
+  for (int a = 0; a < N - 1; ++a)
+    if (gompute_tiled(s, a)) return true;
+  return false;
+}
+
+// b[i * GOMPUTE_TILE_COLS + j] = p[i + j * step] for i < t, j < m: t rows of m elements of a tile,
+// read down the columns. A full tile also prefetches each column two tiles further down (the
+// next row band reaches it about cols / GOMPUTE_TILE_COLS tiles later): on a 3162 x 3162 f32
+// transpose that took the path from 4.1x to 2.9x the contiguous time, no prefetch 1.5x slower.
+template <typename S>
+GOMPUTE_ROWS void gompute_gather_tile(S* b, const S* p, int64_t step, int64_t t, int64_t m) {
+  if (t == GOMPUTE_TILE_ROWS) {
+    for (int64_t j = 0; j < m; ++j) {
+      const S* q = p + j * step;
+      __builtin_prefetch(q + 2 * GOMPUTE_TILE_ROWS);
+      for (int64_t i = 0; i < GOMPUTE_TILE_ROWS; ++i) b[i * GOMPUTE_TILE_COLS + j] = q[i];
+    }
+  } else {
+    for (int64_t j = 0; j < m; ++j) {
+      const S* q = p + j * step;
+      for (int64_t i = 0; i < t; ++i) b[i * GOMPUTE_TILE_COLS + j] = q[i];
+    }
+  }
+}

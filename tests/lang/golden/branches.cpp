@@ -86,9 +86,11 @@ GOMPUTE_HOST_KERNEL(branches__strided) {
   const gompute_dim3 grid = launch->grid_dim;
   const uint64_t stride = (uint64_t)grid.x * grid.y * grid.z * 256u;
   const uint64_t span = (launch->block_end - launch->block_begin) * 256u;
+  const bool tile = gompute_tile_layout(strides);
+  const bool tiled0 = tile && gompute_tiled(strides, 0);
   for (uint64_t base = launch->block_begin * 256u; base < len; base += stride) {
     const uint64_t end = base + span < len ? base + span : len;
-    gompute_runs(strides, base, end, [&](const int64_t* at, const int64_t* step, int64_t n) {
+    auto run = [&](const int64_t* at, const int64_t* step, int64_t n) {
       if (step[0] == 1 && step[1] == 1) return gompute_kernel_branches_rows(in0 + at[0], out + at[1], n, params);
       for (int64_t j0 = 0; j0 < n; j0 += GOMPUTE_CHUNK) {
         const int64_t m = n - j0 < GOMPUTE_CHUNK ? n - j0 : GOMPUTE_CHUNK;
@@ -99,6 +101,31 @@ GOMPUTE_HOST_KERNEL(branches__strided) {
         gompute_kernel_branches_rows(s0, s1, m, params);
         if (step[1] != 1) gompute_scatter(out + at[1] + j0 * step[1], step[1], b1, m);
       }
-    });
+    };
+    if (tile) {
+      // Whole rows [r0, r1) in tiles (host_strided.h), the partial rows at the edges walked.
+      const uint64_t cols = (uint64_t)strides.shape[1];
+      const uint64_t r0 = (base + cols - 1) / cols, r1 = end / cols;
+      if (r0 < r1) {
+        if (base < r0 * cols) gompute_runs(strides, base, r0 * cols, run);
+        for (uint64_t r = r0; r < r1; r += GOMPUTE_TILE_ROWS) {
+          const int64_t t = r1 - r < GOMPUTE_TILE_ROWS ? (int64_t)(r1 - r) : GOMPUTE_TILE_ROWS;
+          for (int64_t c = 0; c < (int64_t)cols; c += GOMPUTE_TILE_COLS) {
+            const int64_t m = (int64_t)cols - c < GOMPUTE_TILE_COLS ? (int64_t)cols - c : GOMPUTE_TILE_COLS;
+            double t0[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_COLS];
+            const auto* p0 = in0 + (int64_t)r * strides.strides[0][0] + c * strides.strides[0][1];
+            if (tiled0) gompute_gather_tile(t0, p0, strides.strides[0][1], t, m);
+            for (int64_t i = 0; i < t; ++i) {
+              const auto* s0 = tiled0 ? t0 + i * GOMPUTE_TILE_COLS : gompute_source(t0 + i * GOMPUTE_TILE_COLS, p0 + i * strides.strides[0][0], strides.strides[0][1], m);
+              auto* s1 = out + (int64_t)(r + i) * strides.strides[1][0] + c;
+              gompute_kernel_branches_rows(s0, s1, m, params);
+            }
+          }
+        }
+        if (r1 * cols < end) gompute_runs(strides, r1 * cols, end, run);
+        continue;
+      }
+    }
+    gompute_runs(strides, base, end, run);
   }
 }
