@@ -13,7 +13,7 @@ import numpy as np
 from . import _core, abi, types
 from .backend import Backend
 from .dim3 import Dim3
-from .errors import ArgumentError
+from .errors import ArgumentError, CompileError
 from .interface import arg
 from .interop import asbuffer, describe, stream_handle
 from .lang.kernel import MapKernel
@@ -32,7 +32,7 @@ class Kernel:
             raise ArgumentError(f"g.Kernel needs a @g.map_kernel function, got {kernel!r}")
         self.kernel = kernel
         self.compute = _compute.Compute._open(backend, ordinal)
-        self._arch = None if backend is Backend.host else self.compute.device_info().arch
+        self._arch = _target_arch(self.compute)
         self._launchers: dict[tuple, tuple] = {}
 
     @property
@@ -56,6 +56,29 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<Kernel {self.kernel.name} on {self.backend}:{self.compute.ordinal}>"
+
+
+def _target_arch(compute) -> str | None:
+    """What to compile for: None on the host, the gfx arch on HIP; on CUDA a CUBIN for the
+    device (which any driver loads), or PTX for the newest arch NVRTC knows below it when
+    NVRTC is older than the device."""
+    if compute.backend is Backend.host:
+        return None
+    info = compute.device_info()
+    if compute.backend is not Backend.cuda:
+        return info.arch
+    from .compile import nvrtc
+
+    cc = info.compute_capability[0] * 10 + info.compute_capability[1]
+    supported = nvrtc.load().supported_archs
+    if cc in supported:
+        return f"sm_{cc}"
+    older = [a for a in supported if a < cc]
+    if not older:
+        raise CompileError(
+            f"NVRTC {nvrtc.load().version} cannot compile for {info.arch} ({info.name}) or anything older"
+        )
+    return f"compute_{max(older)}"
 
 
 class AutoKernel(_core.FastMap):

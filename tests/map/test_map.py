@@ -268,3 +268,27 @@ def test_buffers_with_pending_stream_work_are_read_after_it():
         view.stream = stream
         y = g.map(scale_relu)(view, scale=2)
         np.testing.assert_array_equal(np.asarray(y), expected_scale_relu(x[::2], 2))
+
+
+def test_cuda_targets_a_cubin_or_the_newest_ptx_nvrtc_knows(monkeypatch):
+    from gompute import kernel as K
+    from gompute.compile import nvrtc
+
+    if not nvrtc.available():
+        pytest.skip("no NVRTC on this machine (pip install nvidia-cuda-nvrtc)")
+    supported = nvrtc.load().supported_archs
+
+    class FakeCompute:
+        backend = g.Backend.cuda
+
+        def __init__(self, cc):
+            self.cc = cc
+
+        def device_info(self):
+            return g.runtime.DeviceInfo(g.Backend.cuda, 0, "test GPU", f"sm_{self.cc}", divmod(self.cc, 10), 0, 1, 0)
+
+    newest = max(supported)
+    assert K._target_arch(FakeCompute(newest)) == f"sm_{newest}"
+    assert K._target_arch(FakeCompute(newest + 1)) == f"compute_{newest}"  # a device newer than NVRTC
+    with pytest.raises(g.CompileError, match="cannot compile"):
+        K._target_arch(FakeCompute(min(supported) - 1))
