@@ -41,3 +41,11 @@ def test_the_pipeline_example_runs(tmp_path):
     block = next(b for b in python_blocks() if "from my_kernels import" in b)
     done = run(block + "\nprint('ok')\n", tmp_path)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr
+
+
+def test_every_builtin_is_in_the_readme_table():
+    from gompute.lang.builtins import BUILTINS
+
+    table = README.read_text().split("| builtin | result | meaning |")[1].split("\n\n")[0]
+    missing = [name for name in BUILTINS if f"`{name}" not in table]
+    assert not missing, f"README's builtins table lacks {missing}"
