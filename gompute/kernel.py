@@ -33,7 +33,7 @@ class Kernel:
         self.kernel = kernel
         self.compute = _compute.Compute._open(backend, ordinal)
         self._arch = _target_arch(self.compute)
-        self._launchers: dict[tuple, tuple] = {}
+        self._launchers: dict[tuple, _core.Kernel] = {}
 
     @property
     def backend(self) -> Backend:
@@ -42,16 +42,15 @@ class Kernel:
     def __call__(self, *arrays, out=None, stream=None, **params):
         return _Call(self, arrays, out, stream, params).run()
 
-    def launcher(self, in_storage: tuple, out_storage, kind: str):
-        """(core kernel, entry point) for one storage signature and entry kind, compiled once."""
+    def launcher(self, in_storage: tuple, out_storage, kind: str) -> _core.Kernel:
+        """The loaded kernel for one storage signature and entry kind, compiled once."""
         key = (in_storage, out_storage, kind)
         found = self._launchers.get(key)
         if found is None:
             spec = self.kernel.variant(in_storage, out_storage)
             entry = spec.entry(kind)
             image = self.kernel.image_of(spec, self.backend.value, self._arch)
-            core = self.compute.load_module(image.data).get_kernel(entry.symbol)
-            found = self._launchers[key] = (core, entry, spec)
+            found = self._launchers[key] = self.compute.load_module(image.data).get_kernel(entry.symbol)
         return found
 
     def __repr__(self) -> str:
@@ -95,6 +94,7 @@ class AutoKernel(_core.FastMap):
         super().__init__(*_fast_map_args(kernel))
         self.kernel = kernel
         self._bound: dict[tuple[Backend, int], Kernel] = {}
+        self._learned: set[tuple[str, str, str]] = set()
 
     def bound(self, backend: Backend, ordinal: int) -> Kernel:
         found = self._bound.get((backend, ordinal))
@@ -108,8 +108,12 @@ class AutoKernel(_core.FastMap):
     def learn(self, inputs, out: _core.Buffer, kind: str, core: _core.Kernel) -> None:
         """Lets the C++ path take later calls like this one (contiguous, on the host)."""
         signature = "".join(_FORMATS[b.dtype] for b in inputs)
+        key = (signature, _FORMATS[out.dtype], kind)
+        if key in self._learned:  # calls the C++ path can't take come back here every time
+            return
         default_out = self.kernel.variant(tuple(b.dtype for b in inputs)).out_type
-        self.remember(signature, _FORMATS[out.dtype], kind == "inplace", core, default_out.dtype)
+        self.remember(signature, key[1], kind == "inplace", core, default_out.dtype)
+        self._learned.add(key)
 
     def __repr__(self) -> str:
         return f"<g.map {self.kernel.name}>"
@@ -244,7 +248,7 @@ class _Call:
         storage = tuple(b.dtype for b in inputs)
         n = out.size
         kind = _entry_kind(inputs, out, shape)
-        core, entry, spec = bound.launcher(storage, out.dtype, kind)
+        core = bound.launcher(storage, out.dtype, kind)
         pointers = [out.arg_ptr()] if kind == "inplace" else [b.arg_ptr() for b in (*inputs, out)]
         args = [*pointers, arg(u64(n))]
         if kind == "strided":
