@@ -43,6 +43,39 @@ void translate(std::exception_ptr p) {
   }
 }
 
+// The C++ exception being handled, as the Python error it stands for.
+void set_python_error() {
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const Error&) {
+    translate(std::current_exception());
+  } catch (const py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+}
+
+// tp_call of FastMap, and so of g.map's AutoKernel: the cached launch, else
+// self._general(*args, **kwargs). A type slot rather than a pybind11 method, so a call
+// converts no arguments and pays for no overload resolution.
+PyObject* fast_map_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  try {
+    py::object result = py::handle(self).cast<FastMap&>().call(args, kwargs);
+    if (result) return result.release().ptr();
+    static PyObject* const general = PyUnicode_InternFromString("_general");  // kept for the process
+    py::object method = py::reinterpret_steal<py::object>(PyObject_GetAttr(self, general));
+    return method ? PyObject_Call(method.ptr(), args, kwargs) : nullptr;
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
 // A contiguous view of a host object's memory, through the buffer protocol.
 struct HostView {
   Py_buffer view{};
@@ -222,7 +255,10 @@ PYBIND11_MODULE(_core, m) {
   m.def("wrap_pointer", wrap_pointer, py::arg("kind"), py::arg("ordinal"), py::arg("ptr"), py::arg("code"),
         py::arg("bits"), py::arg("shape"), py::arg("strides"), py::arg("readonly"), py::arg("owner"), py::arg("what"),
         "Someone else's array as a Buffer; `owner` is kept alive with it.");
-  py::class_<FastMap>(m, "FastMap", "g.map's cache of launches for contiguous host arrays (see dispatch.cpp).")
+  py::class_<FastMap>(m, "FastMap", py::custom_type_setup([](PyHeapTypeObject* type) { type->ht_type.tp_call = fast_map_call; }),
+                      "g.map's cache of launches for contiguous host arrays (see dispatch.cpp). Calling it, "
+                      "(*arrays, out=None, stream=None, **params), launches from the cache when it takes the call, "
+                      "else returns self._general(*arrays, **kwargs).")
       .def(py::init([](int arity, uint32_t block_size, const std::vector<std::tuple<std::string, size_t, char, int>>& fields,
                        size_t params_size, bool has_params) {
              std::vector<ParamField> table;
@@ -231,13 +267,7 @@ PYBIND11_MODULE(_core, m) {
            }),
            py::arg("arity"), py::arg("block_size"), py::arg("fields"), py::arg("params_size"), py::arg("has_params"))
       .def("remember", &FastMap::remember, py::arg("inputs"), py::arg("out"), py::arg("inplace"), py::arg("kernel"),
-           py::arg("dtype"))
-      .def(
-          "__call__",
-          [](py::object self, py::args arrays, py::kwargs kwargs) {
-            return self.cast<FastMap&>().dispatch(self, std::move(arrays), std::move(kwargs));
-          },
-          "The cached launch when the cache takes the call, else self._general(*arrays, **kwargs).");
+           py::arg("dtype"));
   m.def("stats", &stats_dict, "Counters of contexts, module loads and cache hits, buffers and launches.");
   m.def(
       "shutdown",

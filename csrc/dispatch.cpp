@@ -14,7 +14,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <optional>
 
 namespace py = pybind11;
 
@@ -27,7 +26,9 @@ constexpr uint64_t kKeepGilElements = 16384;
 // contiguous, or (writable) read-only.
 class View {
  public:
-  View(PyObject* obj, bool writable) {
+  View() = default;
+  // Reads `obj`; ok() says whether it is a view this path takes.
+  void open(PyObject* obj, bool writable) {
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, &view_, flags) == 0) {
       has_view_ = true;
@@ -78,7 +79,7 @@ class View {
   Py_ssize_t itemsize_ = 0;
   static constexpr int kMaxDims = 16;  // more: the general path
   int ndim_ = 0;
-  Py_ssize_t shape_[kMaxDims] = {};
+  Py_ssize_t shape_[kMaxDims];  // the first ndim_ are set
   template <typename Int>  // Py_ssize_t (buffer protocol) or int64_t (DLPack)
   bool set_shape(const Int* shape, int ndim) {
     if (ndim > kMaxDims) return false;
@@ -244,19 +245,28 @@ FastMap::FastMap(int arity, uint32_t block_size, std::vector<ParamField> fields,
 }
 
 void FastMap::remember(const std::string& inputs, char out, bool inplace, const Kernel& kernel, py::object dtype) {
-  std::lock_guard<std::mutex> lock(mu_);
-  launches_.insert_or_assign(inputs + out + (inplace ? 'i' : 'm'), std::make_shared<Kernel>(kernel));
-  out_dtypes_.insert_or_assign(inputs, std::move(dtype));
+  const std::string signature = inputs + out + (inplace ? 'i' : 'm');
+  auto kept = std::make_shared<Kernel>(kernel);
+  auto same = [&](const Launch& l) { return l.signature == signature; };
+  if (auto it = std::find_if(launches_.begin(), launches_.end(), same); it != launches_.end())
+    it->kernel = std::move(kept);  // a call in flight holds its own reference
+  else
+    launches_.push_back({signature, std::move(kept)});
+  auto found = std::find_if(out_types_.begin(), out_types_.end(), [&](const OutType& o) { return o.inputs == inputs; });
+  if (found != out_types_.end())
+    found->dtype = std::move(dtype);
+  else
+    out_types_.push_back({inputs, std::move(dtype)});
 }
 
-bool FastMap::pack_params(PyObject* kwargs, Py_ssize_t other_keys, std::string& out) const {
-  const Py_ssize_t given = (kwargs ? PyDict_Size(kwargs) : 0) - other_keys;
+bool FastMap::pack_params(PyObject* kwargs, Py_ssize_t other_keys, char* out) const {
+  const Py_ssize_t given = (kwargs ? PyDict_GET_SIZE(kwargs) : 0) - other_keys;
   if (!has_params_) return given == 0;
   if (given != Py_ssize_t(fields_.size())) return false;
-  out.assign(params_size_, '\0');
+  std::memset(out, 0, params_size_);
   for (const ParamField& f : fields_) {
     PyObject* value = PyDict_GetItem(kwargs, f.key.ptr());  // borrowed
-    if (!value || !pack_field(f, value, out.data() + f.offset)) {
+    if (!value || !pack_field(f, value, out + f.offset)) {
       PyErr_Clear();
       return false;
     }
@@ -264,90 +274,97 @@ bool FastMap::pack_params(PyObject* kwargs, Py_ssize_t other_keys, std::string& 
   return true;
 }
 
-std::shared_ptr<Kernel> FastMap::find(const std::string& signature) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = launches_.find(signature);
-  return it == launches_.end() ? nullptr : it->second;
+const FastMap::Launch* FastMap::find(const char* signature, size_t size) const {
+  for (const Launch& l : launches_)
+    if (l.signature.size() == size && std::memcmp(l.signature.data(), signature, size) == 0) return &l;
+  return nullptr;
 }
 
-py::object FastMap::dispatch(py::object self, py::args arrays, py::kwargs kwargs) {
+// A new NumPy array shaped like `like` (a NumPy array) with the dtype the general path
+// chose for these inputs; null when it has not seen them yet.
+py::object FastMap::new_output(PyObject* like, const char* signature, size_t size) const {
+  for (const OutType& o : out_types_) {
+    if (o.inputs.size() != size || std::memcmp(o.inputs.data(), signature, size) != 0) continue;
+    py::object shape = py::reinterpret_steal<py::object>(PyObject_GetAttrString(like, "shape"));
+    if (!shape) throw py::error_already_set();
+    return empty_(shape, o.dtype);
+  }
+  return py::object();
+}
+
+py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   static PyObject* const out_key = PyUnicode_InternFromString("out");  // kept for the process
   static PyObject* const stream_key = PyUnicode_InternFromString("stream");
-  PyObject* kw = kwargs.ptr();
-  PyObject* out = PyDict_GetItem(kw, out_key);        // borrowed, or null
-  PyObject* stream = PyDict_GetItem(kw, stream_key);  // a stream: the general path
-  if (!stream || stream == Py_None) {
-    const Py_ssize_t other_keys = (out != nullptr) + (stream != nullptr);
-    py::object result = call(arrays, out ? out : Py_None, kw, other_keys);
-    if (!result.is_none()) return result;
-  }
-  return self.attr("_general")(*arrays, **kwargs);
-}
+  if (PyTuple_GET_SIZE(args) != arity_ || arity_ == 0 || arity_ > kMaxArity) return py::object();
+  PyObject* out = kwargs ? PyDict_GetItem(kwargs, out_key) : nullptr;        // borrowed, or null
+  PyObject* stream = kwargs ? PyDict_GetItem(kwargs, stream_key) : nullptr;  // a stream: the general path
+  if (stream && stream != Py_None) return py::object();
+  char small_params[64];
+  std::unique_ptr<char[]> big_params;
+  char* params = small_params;
+  if (params_size_ > sizeof small_params) params = (big_params = std::make_unique<char[]>(params_size_)).get();
+  if (!pack_params(kwargs, (out != nullptr) + (stream != nullptr), params)) return py::object();
 
-py::object FastMap::call(py::tuple arrays, py::handle out, PyObject* kwargs, Py_ssize_t other_keys) {
-  if (Py_ssize_t(arrays.size()) != arity_ || arity_ == 0) return py::none();
-  std::string params;
-  if (!pack_params(kwargs, other_keys, params)) return py::none();
-  std::vector<std::unique_ptr<View>> inputs;
-  std::string signature;
-  for (py::handle a : arrays) {
-    inputs.push_back(std::make_unique<View>(a.ptr(), false));
-    const View& v = *inputs.back();
-    if (!v.ok() || !v.same_shape(*inputs.front())) return py::none();
-    signature += v.format();
+  View inputs[kMaxArity];
+  char signature[kMaxArity + 2];
+  for (int i = 0; i < arity_; ++i) {
+    inputs[i].open(PyTuple_GET_ITEM(args, i), false);
+    if (!inputs[i].ok() || !inputs[i].same_shape(inputs[0])) return py::object();
+    signature[i] = inputs[i].format();
   }
   // The output: given (writable, same shape, not partly over an input), or a new NumPy array.
   py::object result;
-  if (out.is_none()) {
-    if (!PyObject_TypeCheck(arrays[0].ptr(), reinterpret_cast<PyTypeObject*>(ndarray_.ptr()))) return py::none();
-    py::object dtype;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = out_dtypes_.find(signature);
-      if (it == out_dtypes_.end()) return py::none();  // the general path learns the result dtype first
-      dtype = it->second;
-    }
-    result = empty_(py::reinterpret_borrow<py::object>(arrays[0]).attr("shape"), dtype);
+  if (!out || out == Py_None) {
+    PyObject* first = PyTuple_GET_ITEM(args, 0);
+    if (!PyObject_TypeCheck(first, reinterpret_cast<PyTypeObject*>(ndarray_.ptr()))) return py::object();
+    result = new_output(first, signature, size_t(arity_));  // null until the general path has seen them
+    if (!result) return py::object();
   } else {
     result = py::reinterpret_borrow<py::object>(out);
   }
-  View o(result.ptr(), true);
-  if (!o.ok() || !o.same_shape(*inputs.front())) return py::none();
-  const char oc = o.format();
-  bool inplace = arity_ == 1 && o.data() == inputs[0]->data() && oc == signature[0];
-  for (const auto& v : inputs)
-    if (v->data() != o.data() && overlap(*v, o)) return py::none();
-  signature += oc;
-  signature += inplace ? 'i' : 'm';
-  std::shared_ptr<Kernel> kernel = find(signature);
-  if (!kernel) return py::none();
+  View o;
+  o.open(result.ptr(), true);
+  if (!o.ok() || !o.same_shape(inputs[0])) return py::object();
+  const bool inplace = arity_ == 1 && o.data() == inputs[0].data() && o.format() == signature[0];
+  for (int i = 0; i < arity_; ++i)
+    if (inputs[i].data() != o.data() && overlap(inputs[i], o)) return py::object();
+  signature[arity_] = o.format();
+  signature[arity_ + 1] = inplace ? 'i' : 'm';
+  const Launch* found = find(signature, size_t(arity_) + 2);
+  if (!found) return py::object();
   const uint64_t n = o.count();
-  if (n == 0) return result;
-  launch(*kernel, inputs, o, n, inplace, params);
+  if (n) launch(*found, inputs, o, n, inplace, params);
   return result;
 }
 
-void FastMap::launch(Kernel& kernel, const std::vector<std::unique_ptr<View>>& inputs, const View& out, uint64_t n,
-                     bool inplace, const std::string& params) {
-  auto address = [](const void* p) {
-    uintptr_t a = reinterpret_cast<uintptr_t>(p);
-    return Arg(std::string(reinterpret_cast<const char*>(&a), sizeof a));
+void FastMap::launch(const Launch& found, const View* inputs, const View& out, uint64_t n, bool inplace,
+                     const char* params) {
+  // The kernel's arguments: the input addresses (none in place), the output's, n, params.
+  uintptr_t addresses[kMaxArity + 1];
+  void* args[kMaxArity + 3];
+  size_t sizes[kMaxArity + 3];
+  size_t count = 0;
+  auto pass = [&](void* p, size_t size) {
+    args[count] = p;
+    sizes[count++] = size;
   };
-  std::vector<Arg> args;
-  args.reserve(inputs.size() + 3);
   if (!inplace)
-    for (const auto& v : inputs) args.push_back(address(v->data()));
-  args.push_back(address(out.data()));
-  args.emplace_back(std::string(reinterpret_cast<const char*>(&n), sizeof n));
-  if (has_params_) args.emplace_back(params);
-  std::vector<const Arg*> pointers;
-  for (const Arg& a : args) pointers.push_back(&a);
-  Dim3 grid{uint32_t(std::min<uint64_t>((n + block_size_ - 1) / block_size_, 0x7fffffff)), 1, 1};
-  Dim3 block{block_size_, 1, 1};
-  // Releasing the GIL costs more than a small kernel; a big one lets other threads run.
-  std::optional<py::gil_scoped_release> release;
-  if (n > kKeepGilElements) release.emplace();
-  kernel.launch(grid, block, 0, pointers, nullptr, /*wait=*/true);
+    for (int i = 0; i < arity_; ++i) addresses[i] = reinterpret_cast<uintptr_t>(inputs[i].data());
+  const int outputs_at = inplace ? 0 : arity_;
+  addresses[outputs_at] = reinterpret_cast<uintptr_t>(out.data());
+  for (int i = 0; i <= outputs_at; ++i) pass(&addresses[i], sizeof(uintptr_t));
+  pass(&n, sizeof n);
+  if (has_params_) pass(const_cast<char*>(params), params_size_);
+  const Dim3 grid{uint32_t(std::min<uint64_t>((n + block_size_ - 1) / block_size_, 0x7fffffff)), 1, 1};
+  const Dim3 block{block_size_, 1, 1};
+  if (n <= kKeepGilElements) {  // releasing the GIL costs more than a small kernel
+    found.kernel->launch(grid, block, 0, args, sizes, count, nullptr, /*wait=*/true);
+    return;
+  }
+  // A big one lets other threads run; remember() may replace the entry meanwhile.
+  std::shared_ptr<Kernel> kernel = found.kernel;
+  py::gil_scoped_release release;
+  kernel->launch(grid, block, 0, args, sizes, count, nullptr, /*wait=*/true);
 }
 
 }  // namespace gompute

@@ -3,11 +3,8 @@
 
 #include <pybind11/pybind11.h>
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "runtime.h"
@@ -25,8 +22,12 @@ struct ParamField {
 
 class View;
 
+// Every method runs with the GIL held (the module does not declare itself free-threaded),
+// which is what orders remember() against call().
 class FastMap {
  public:
+  static constexpr int kMaxArity = 8;  // more inputs: the general path
+
   FastMap(int arity, uint32_t block_size, std::vector<ParamField> fields, size_t params_size, bool has_params);
 
   // Remembers the kernel for a call signature: the input format characters, the output's,
@@ -34,17 +35,24 @@ class FastMap {
   // the NumPy dtype a new output of those inputs gets.
   void remember(const std::string& inputs, char out, bool inplace, const Kernel& kernel, pybind11::object dtype);
 
-  // `self(*arrays, out=None, stream=None, **params)`: the cached launch when this cache
-  // takes the call, else `self._general(*arrays, **kwargs)` (the Python path).
-  pybind11::object dispatch(pybind11::object self, pybind11::args arrays, pybind11::kwargs kwargs);
+  // `self(*args, out=None, stream=None, **params)` when this cache takes the call: its
+  // result. A null object when it does not (the caller then takes the general path).
+  pybind11::object call(PyObject* args, PyObject* kwargs);
 
  private:
-  // The call's result, or None when it is not one this cache takes.
-  pybind11::object call(pybind11::tuple arrays, pybind11::handle out, PyObject* kwargs, Py_ssize_t other_keys);
-  bool pack_params(PyObject* kwargs, Py_ssize_t other_keys, std::string& out) const;
-  std::shared_ptr<Kernel> find(const std::string& signature) const;
-  void launch(Kernel& kernel, const std::vector<std::unique_ptr<View>>& inputs, const View& out, uint64_t n,
-              bool inplace, const std::string& params);
+  struct Launch {
+    std::string signature;
+    std::shared_ptr<Kernel> kernel;
+  };
+  struct OutType {
+    std::string inputs;
+    pybind11::object dtype;
+  };
+
+  bool pack_params(PyObject* kwargs, Py_ssize_t other_keys, char* out) const;
+  const Launch* find(const char* signature, size_t size) const;
+  pybind11::object new_output(PyObject* like, const char* signature, size_t size) const;
+  void launch(const Launch& found, const View* inputs, const View& out, uint64_t n, bool inplace, const char* params);
 
   int arity_;
   uint32_t block_size_;
@@ -52,9 +60,8 @@ class FastMap {
   size_t params_size_;
   bool has_params_;
   pybind11::object ndarray_, empty_;
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<Kernel>> launches_;
-  std::unordered_map<std::string, pybind11::object> out_dtypes_;  // input signature -> dtype
+  std::vector<Launch> launches_;  // a handful per g.map: a linear scan beats hashing
+  std::vector<OutType> out_types_;
 };
 
 }  // namespace gompute

@@ -511,14 +511,7 @@ Arg::Arg(const Buffer& buffer) : alloc_(buffer.allocation()) {
 void Kernel::launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vector<const Arg*>& args,
                     Stream* stream, bool wait) {
   if (!module_) raise(ErrorKind::InvalidHandle, "this Kernel was deinit()ed; get it again with module.get_kernel");
-  Context& ctx = *module_->ctx;
-  ctx.enter();
-  if (module_->unloaded) raise(ErrorKind::InvalidHandle, "the module of " + name_ + " was unloaded by shutdown()");
-  if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z)
-    raise(ErrorKind::LaunchFailed, "launch of " + name_ + ": every grid and block dimension must be at least 1");
-  if (arity_ >= 0 && size_t(arity_) != args.size())
-    raise(ErrorKind::LaunchFailed, "kernel " + name_ + " takes " + std::to_string(arity_) + " arguments; the launch passed " +
-                                       std::to_string(args.size()));
+  const Context& ctx = *module_->ctx;
   // Inline storage for the usual handful of arguments: no allocation on the launch path.
   SmallVector<void*> pointers(args.size());
   SmallVector<size_t> sizes(args.size());
@@ -533,10 +526,23 @@ void Kernel::launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vec
       allocations.push_back(alloc);
     }
   }
-  StreamHandle s = stream_handle(stream, ctx);
   KeepAlive keep = allocations.empty() ? nullptr : std::make_shared<std::vector<KeepAlive>>(std::move(allocations));
-  ctx.drv().launch(fn_, grid, block, shared_bytes, s, pointers.data(), sizes.data(), pointers.size(), std::move(keep),
-                   wait);
+  submit(grid, block, shared_bytes, pointers.data(), sizes.data(), args.size(), stream, std::move(keep), wait);
+}
+
+void Kernel::submit(Dim3 grid, Dim3 block, uint32_t shared_bytes, void* const* args, const size_t* sizes,
+                    size_t nargs, Stream* stream, KeepAlive keep, bool wait) {
+  if (!module_) raise(ErrorKind::InvalidHandle, "this Kernel was deinit()ed; get it again with module.get_kernel");
+  Context& ctx = *module_->ctx;
+  ctx.enter();
+  if (module_->unloaded) raise(ErrorKind::InvalidHandle, "the module of " + name_ + " was unloaded by shutdown()");
+  if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z)
+    raise(ErrorKind::LaunchFailed, "launch of " + name_ + ": every grid and block dimension must be at least 1");
+  if (arity_ >= 0 && size_t(arity_) != nargs)
+    raise(ErrorKind::LaunchFailed, "kernel " + name_ + " takes " + std::to_string(arity_) + " arguments; the launch passed " +
+                                       std::to_string(nargs));
+  StreamHandle s = stream_handle(stream, ctx);
+  ctx.drv().launch(fn_, grid, block, shared_bytes, s, args, sizes, nargs, std::move(keep), wait);
   stats().launches++;
   if (wait) ctx.drv().stream_synchronize(s);
 }

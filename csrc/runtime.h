@@ -262,8 +262,17 @@ class Kernel {
   // once it has run (a fault then raises SyncFailed here).
   void launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vector<const Arg*>& args, Stream* stream,
               bool wait = false);
+  // The same from raw argument bytes (`args[i]` points at `sizes[i]` bytes), keeping no
+  // allocation alive: for callers whose arguments are addresses they hold themselves.
+  void launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, void* const* args, const size_t* sizes, size_t nargs,
+              Stream* stream, bool wait = false) {
+    submit(grid, block, shared_bytes, args, sizes, nargs, stream, nullptr, wait);
+  }
 
  private:
+  void submit(Dim3 grid, Dim3 block, uint32_t shared_bytes, void* const* args, const size_t* sizes, size_t nargs,
+              Stream* stream, KeepAlive keep, bool wait);
+
   std::shared_ptr<ModuleState> module_;
   FunctionHandle fn_;
   std::string name_;

@@ -6,6 +6,10 @@ the calls that follow, which are the fast path's.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -152,3 +156,34 @@ def test_f16_params_pack_like_numpy():
         np.testing.assert_array_equal(got, x * np.float16(scale))
     with pytest.raises(g.ArgumentError, match="overflow"):
         k(x, scale=1e6)
+
+
+def test_call_slot_is_an_ordinary_call(warm):
+    x = rng.standard_normal(16).astype(np.float32)
+    np.testing.assert_array_equal(warm.__call__(x, scale=2), expected(x, 2))
+    np.testing.assert_array_equal(type(warm).__call__(warm, x, scale=2), expected(x, 2))
+    with pytest.raises(g.ArgumentError, match="takes 1 array"):
+        g.map(scale_relu)(x, x, scale=2)  # one array too many: the general path's error
+    assert warm(x, stream=None, scale=2).shape == x.shape  # stream=None is no stream
+
+
+def test_a_failing_cached_launch_raises_its_gompute_error():
+    # After shutdown the cached kernel's runtime is gone: the launch the fast path makes
+    # raises InvalidHandle, translated from C++ like any other. In a child process, since
+    # shutdown ends every host handle of the process.
+    script = """
+import numpy as np, gompute as g
+from tests.map.kernels import scale_relu
+k = g.map(scale_relu)
+x = np.ones(4, np.float32)
+k(x, out=x, scale=1)
+g.runtime.shutdown()
+try:
+    k(x, out=x, scale=2)
+except g.InvalidHandle as e:
+    print("InvalidHandle:", e)
+"""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "InvalidHandle: " in done.stdout and "shut down" in done.stdout
