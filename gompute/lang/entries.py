@@ -196,40 +196,44 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
         "      }",
         "    };",
         "    if (tile) {",
-        "      // Whole rows [r0, r1) in tiles (host_strided.h), the partial rows at the edges walked.",
+        "      // Rows [ra, rb) in tiles (host_strided.h), each row clipped to the elements [base, end).",
         "      const uint64_t cols = (uint64_t)strides.shape[1];",
-        "      const uint64_t r0 = (base + cols - 1) / cols, r1 = end / cols;",
-        "      if (r0 < r1) {",
-        "        if (base < r0 * cols) gompute_runs(strides, base, r0 * cols, run);",
-        "        for (uint64_t r = r0; r < r1; r += GOMPUTE_TILE_ROWS) {",
-        "          const int64_t t = r1 - r < GOMPUTE_TILE_ROWS ? (int64_t)(r1 - r) : GOMPUTE_TILE_ROWS;",
-        "          for (int64_t c = 0; c < (int64_t)cols; c += GOMPUTE_TILE_COLS) {",
-        "            const int64_t m = (int64_t)cols - c < GOMPUTE_TILE_COLS ? (int64_t)cols - c : GOMPUTE_TILE_COLS;",
+        "      const uint64_t ra = base / cols, rb = (end + cols - 1) / cols;",
+        "      for (uint64_t r = ra; r < rb; r += GOMPUTE_TILE_ROWS) {",
+        "        const int64_t t = rb - r < GOMPUTE_TILE_ROWS ? (int64_t)(rb - r) : GOMPUTE_TILE_ROWS;",
+        "        for (int64_t c = 0; c < (int64_t)cols; c += GOMPUTE_TILE_COLS) {",
+        "          const int64_t m = (int64_t)cols - c < GOMPUTE_TILE_COLS ? (int64_t)cols - c : GOMPUTE_TILE_COLS;",
+        "          const uint64_t first = r * cols + (uint64_t)c, last = (r + t - 1) * cols + (uint64_t)(c + m);",
+        "          if (end <= first || base >= last) continue;",
     ]
     for k, p in enumerate(pointers[:-1]):
         st = f"strides.strides[{k}]"
         lines += [
-            f"            {storage_ctype(p.type)} t{k}[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_COLS];",
-            f"            const auto* p{k} = {p.name} + (int64_t)r * {st}[0] + c * {st}[1];",
-            f"            if (tiled{k}) gompute_gather_tile(t{k}, p{k}, {st}[1], t, m);",
+            f"          {storage_ctype(p.type)} t{k}[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_COLS];",
+            f"          const auto* p{k} = {p.name} + (int64_t)r * {st}[0] + c * {st}[1];",
+            f"          if (tiled{k}) gompute_gather_tile(t{k}, p{k}, {st}[1], t, m, (int64_t)cols - c);",
         ]
-    lines.append("            for (int64_t i = 0; i < t; ++i) {")
+    lines += [
+        "          for (int64_t i = 0; i < t; ++i) {",
+        "            const uint64_t at = (r + (uint64_t)i) * cols + (uint64_t)c;",
+        "            const int64_t j0 = base > at ? (int64_t)(base - at) : 0;",
+        "            const int64_t j1 = end < at + (uint64_t)m ? (int64_t)(end - at) : m;",
+        "            if (j0 >= j1) continue;",
+    ]
     for k in range(out):
         st = f"strides.strides[{k}]"
         lines.append(
-            f"              const auto* s{k} = tiled{k} ? t{k} + i * GOMPUTE_TILE_COLS"
-            f" : gompute_source(t{k} + i * GOMPUTE_TILE_COLS, p{k} + i * {st}[0], {st}[1], m);"
+            f"            const auto* s{k} = tiled{k} ? t{k} + i * GOMPUTE_TILE_COLS + j0"
+            f" : gompute_source(t{k} + i * GOMPUTE_TILE_COLS + j0, p{k} + i * {st}[0] + j0 * {st}[1], {st}[1], j1 - j0);"
         )
     o = pointers[out].name
     lines += [
-        f"              auto* s{out} = {o} + (int64_t)(r + i) * strides.strides[{out}][0] + c;",
-        f"              {_rows_call(unit, call_name, [f's{k}' for k in range(len(pointers))], 'm')}",
-        "            }",
+        f"            auto* s{out} = {o} + (int64_t)(r + i) * strides.strides[{out}][0] + c + j0;",
+        f"            {_rows_call(unit, call_name, [f's{k}' for k in range(len(pointers))], 'j1 - j0')}",
         "          }",
         "        }",
-        "        if (r1 * cols < end) gompute_runs(strides, r1 * cols, end, run);",
-        "        continue;",
         "      }",
+        "      continue;",
         "    }",
         "    gompute_runs(strides, base, end, run);",
         "  }",

@@ -101,10 +101,11 @@ def mix3(a: g.f32, b: g.f32, c: g.f32) -> g.f32:
     return a * 2 - b + c * 3
 
 
-# The 2-D tile path (host_strided.h): tiles of 16 rows by 128 columns; shapes that are not
-# multiples of either, a single tile, one row or column of tiles, and block ranges (32 or 256
-# elements, times the pool's grain) that start and end mid-row.
-TILE_SHAPES = [(2, 2), (3, 1000), (1000, 3), (17, 129), (16, 128), (33, 300), (257, 131), (1, 500), (500, 1)]
+# The 2-D tile path (host_strided.h): tiles of 64 rows by 64 columns, 4-byte elements of a full
+# tile in 8 x 8 register transposes; shapes that are not multiples of either, a single tile, one
+# row or column of tiles, and block ranges (32 or 256 elements, times the pool's grain) that start
+# and end mid-row, their first and last rows clipped.
+TILE_SHAPES = [(2, 2), (3, 1000), (1000, 3), (17, 129), (64, 64), (65, 136), (33, 300), (257, 131), (1, 500), (500, 1)]
 
 
 @pytest.mark.parametrize("kernel", [affine, affine_small_blocks])
@@ -149,3 +150,15 @@ def test_tiled_transpose_of_a_view():
     np.testing.assert_array_equal(out, x * np.float32(2) + 1)
     y = base[::-1, ::2].T  # outer stride -1: not the tile path, still right
     np.testing.assert_array_equal(g.map(affine)(y), y * np.float32(2) + 1)
+
+
+@g.map_kernel
+def double(x):
+    return x + x
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.float64, np.float16, np.int16, np.int8])
+@pytest.mark.parametrize("shape", [(64, 64), (130, 200), (200, 71)])
+def test_tiled_transpose_of_every_element_size(dtype, shape):
+    x = (np.arange(shape[0] * shape[1]) % 101 - 50).astype(dtype).reshape(shape[::-1]).T
+    np.testing.assert_array_equal(g.map(double)(x), x + x)

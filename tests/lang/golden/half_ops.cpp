@@ -64,32 +64,34 @@ GOMPUTE_HOST_KERNEL(half_ops__strided) {
       }
     };
     if (tile) {
-      // Whole rows [r0, r1) in tiles (host_strided.h), the partial rows at the edges walked.
+      // Rows [ra, rb) in tiles (host_strided.h), each row clipped to the elements [base, end).
       const uint64_t cols = (uint64_t)strides.shape[1];
-      const uint64_t r0 = (base + cols - 1) / cols, r1 = end / cols;
-      if (r0 < r1) {
-        if (base < r0 * cols) gompute_runs(strides, base, r0 * cols, run);
-        for (uint64_t r = r0; r < r1; r += GOMPUTE_TILE_ROWS) {
-          const int64_t t = r1 - r < GOMPUTE_TILE_ROWS ? (int64_t)(r1 - r) : GOMPUTE_TILE_ROWS;
-          for (int64_t c = 0; c < (int64_t)cols; c += GOMPUTE_TILE_COLS) {
-            const int64_t m = (int64_t)cols - c < GOMPUTE_TILE_COLS ? (int64_t)cols - c : GOMPUTE_TILE_COLS;
-            gompute_f16 t0[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_COLS];
-            const auto* p0 = in0 + (int64_t)r * strides.strides[0][0] + c * strides.strides[0][1];
-            if (tiled0) gompute_gather_tile(t0, p0, strides.strides[0][1], t, m);
-            gompute_f16 t1[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_COLS];
-            const auto* p1 = in1 + (int64_t)r * strides.strides[1][0] + c * strides.strides[1][1];
-            if (tiled1) gompute_gather_tile(t1, p1, strides.strides[1][1], t, m);
-            for (int64_t i = 0; i < t; ++i) {
-              const auto* s0 = tiled0 ? t0 + i * GOMPUTE_TILE_COLS : gompute_source(t0 + i * GOMPUTE_TILE_COLS, p0 + i * strides.strides[0][0], strides.strides[0][1], m);
-              const auto* s1 = tiled1 ? t1 + i * GOMPUTE_TILE_COLS : gompute_source(t1 + i * GOMPUTE_TILE_COLS, p1 + i * strides.strides[1][0], strides.strides[1][1], m);
-              auto* s2 = out + (int64_t)(r + i) * strides.strides[2][0] + c;
-              gompute_kernel_half_ops_rows(s0, s1, s2, m);
-            }
+      const uint64_t ra = base / cols, rb = (end + cols - 1) / cols;
+      for (uint64_t r = ra; r < rb; r += GOMPUTE_TILE_ROWS) {
+        const int64_t t = rb - r < GOMPUTE_TILE_ROWS ? (int64_t)(rb - r) : GOMPUTE_TILE_ROWS;
+        for (int64_t c = 0; c < (int64_t)cols; c += GOMPUTE_TILE_COLS) {
+          const int64_t m = (int64_t)cols - c < GOMPUTE_TILE_COLS ? (int64_t)cols - c : GOMPUTE_TILE_COLS;
+          const uint64_t first = r * cols + (uint64_t)c, last = (r + t - 1) * cols + (uint64_t)(c + m);
+          if (end <= first || base >= last) continue;
+          gompute_f16 t0[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_COLS];
+          const auto* p0 = in0 + (int64_t)r * strides.strides[0][0] + c * strides.strides[0][1];
+          if (tiled0) gompute_gather_tile(t0, p0, strides.strides[0][1], t, m, (int64_t)cols - c);
+          gompute_f16 t1[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_COLS];
+          const auto* p1 = in1 + (int64_t)r * strides.strides[1][0] + c * strides.strides[1][1];
+          if (tiled1) gompute_gather_tile(t1, p1, strides.strides[1][1], t, m, (int64_t)cols - c);
+          for (int64_t i = 0; i < t; ++i) {
+            const uint64_t at = (r + (uint64_t)i) * cols + (uint64_t)c;
+            const int64_t j0 = base > at ? (int64_t)(base - at) : 0;
+            const int64_t j1 = end < at + (uint64_t)m ? (int64_t)(end - at) : m;
+            if (j0 >= j1) continue;
+            const auto* s0 = tiled0 ? t0 + i * GOMPUTE_TILE_COLS + j0 : gompute_source(t0 + i * GOMPUTE_TILE_COLS + j0, p0 + i * strides.strides[0][0] + j0 * strides.strides[0][1], strides.strides[0][1], j1 - j0);
+            const auto* s1 = tiled1 ? t1 + i * GOMPUTE_TILE_COLS + j0 : gompute_source(t1 + i * GOMPUTE_TILE_COLS + j0, p1 + i * strides.strides[1][0] + j0 * strides.strides[1][1], strides.strides[1][1], j1 - j0);
+            auto* s2 = out + (int64_t)(r + i) * strides.strides[2][0] + c + j0;
+            gompute_kernel_half_ops_rows(s0, s1, s2, j1 - j0);
           }
         }
-        if (r1 * cols < end) gompute_runs(strides, r1 * cols, end, run);
-        continue;
       }
+      continue;
     }
     gompute_runs(strides, base, end, run);
   }
