@@ -357,6 +357,7 @@ PYBIND11_MODULE(_core, m) {
         return "<Buffer " + std::to_string(b.nbytes()) + " bytes on " + b.context()->describe() +
                (b.freed() ? ", freed>" : ">");
       });
+  set_fast_path_buffer_type(reinterpret_cast<PyTypeObject*>(m.attr("Buffer").ptr()));  // the module keeps it
 
   py::class_<PinnedMemory>(m, "PinnedMemory", py::buffer_protocol(), "Page-locked host memory.")
       .def_property_readonly("nbytes", &PinnedMemory::nbytes)

@@ -1,11 +1,12 @@
-// The g.map fast path: a cached call on contiguous host arrays, done in C++.
+// The g.map fast path: a cached call on contiguous arrays, done in C++.
 //
-// gompute/kernel.py takes every call the general way first; once a (dtypes, entry) pair
-// has launched on the host backend it is remembered here, and later calls of that shape
-// cost a few buffer-protocol reads, the params packing and an inline launch, with no
-// Python in between. Anything this cache does not handle exactly (other shapes, strides,
-// stream=, foreign devices, a value that does not fit) returns None, and the general
-// path runs and reports any error properly.
+// gompute/kernel.py takes every call the general way first; once a (dtypes, entry, device)
+// triple has launched it is remembered here, and later calls of that shape cost reading
+// the arrays (a Buffer in place, the buffer protocol on the host, the CUDA Array Interface
+// on a GPU), the params packing and the launch: inline on the host, queued on the arrays'
+// stream on a GPU, with no Python in between. Anything this cache does not handle exactly
+// (other shapes, strides, stream=, arrays on different devices or streams, a value that
+// does not fit) is not taken, and the general path runs and reports any error properly.
 #include "dispatch.h"
 
 #include "dlpack.h"
@@ -21,25 +22,26 @@ namespace gompute {
 
 constexpr uint64_t kKeepGilElements = 16384;
 
-// A contiguous host array read through the buffer protocol or, failing that, DLPack
-// (PyTorch CPU tensors); released on scope exit. Not ok() when it is neither, or not
-// contiguous, or (writable) read-only.
+// A contiguous array the fast path can launch on, released on scope exit: a gompute
+// Buffer (any backend), a host array through the buffer protocol (or PyTorch's NumPy
+// view, or a versioned DLPack capsule), or a CUDA array through its
+// __cuda_array_interface__ (version 3, with the stream its data is ordered on). Not ok()
+// when it is none of those, not C-contiguous, or (writable) read-only.
 class View {
  public:
   View() = default;
   // Reads `obj`; ok() says whether it is a view this path takes.
   void open(PyObject* obj, bool writable) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &view_, flags) == 0) {
-      has_view_ = true;
-      format_ = format_char(view_);
-      data_ = view_.buf;
-      itemsize_ = view_.itemsize;
-      ok_ = format_ != 0 && set_shape(view_.shape, view_.ndim);
+    if (Py_TYPE(obj) == buffer_type()) return from_buffer(obj, writable);
+    if (PyObject_CheckBuffer(obj)) {
+      read_buffer_protocol(obj, writable);
       return;
     }
-    PyErr_Clear();
-    if (std::strcmp(Py_TYPE(obj)->tp_name, "Tensor") == 0 && from_numpy_view(obj, writable)) return;
+    if (std::strcmp(Py_TYPE(obj)->tp_name, "Tensor") == 0) {
+      from_tensor(obj, writable);
+      return;
+    }
+    if (from_cuda_array_interface(obj, writable)) return;
     if (PyObject_HasAttrString(obj, "__dlpack__")) from_dlpack(obj, writable);
   }
   ~View() {
@@ -50,7 +52,8 @@ class View {
   View& operator=(const View&) = delete;
 
   bool ok() const { return ok_; }
-  void* data() const { return data_; }
+  const void* data() const { return reinterpret_cast<const void*>(data_); }
+  uint64_t address() const { return data_; }
   char format() const { return format_; }
   size_t itemsize() const { return size_t(itemsize_); }
   bool same_shape(const View& o) const {
@@ -62,32 +65,84 @@ class View {
     return n;
   }
   size_t nbytes() const { return count() * itemsize(); }
+  // Where the memory is: the backend and device, the context when the array is a gompute
+  // Buffer, and the stream its data is ordered on (a host array has none).
+  BackendKind kind() const { return kind_; }
+  int ordinal() const { return ordinal_; }
+  const Context* context() const { return ctx_; }
+  bool has_stream() const { return has_stream_; }
+  StreamHandle stream() const { return stream_; }
+
+  // _core.Buffer, set once at module import (bindings.cpp).
+  static PyTypeObject*& buffer_type() {
+    static PyTypeObject* type = nullptr;
+    return type;
+  }
 
  private:
   static char format_char(const Py_buffer& v);
   static char dlpack_format(const DLDataType& t);
+  static char typestr_format(const char* typestr);
+  void read_buffer_protocol(PyObject* obj, bool writable);
+  void from_buffer(PyObject* obj, bool writable);
+  void from_tensor(PyObject* tensor, bool writable);
+  bool from_cuda_array_interface(PyObject* obj, bool writable);
   void from_dlpack(PyObject* obj, bool writable);
-  bool from_numpy_view(PyObject* tensor, bool writable);
 
   Py_buffer view_{};
   bool has_view_ = false;
   py::object holder_;  // a NumPy view of a PyTorch tensor, kept while we read it
   DLManagedTensorVersioned* managed_ = nullptr;
   bool ok_ = false;
-  void* data_ = nullptr;
+  uint64_t data_ = 0;  // a host or device address
   char format_ = 0;
   Py_ssize_t itemsize_ = 0;
+  BackendKind kind_ = BackendKind::host;
+  int ordinal_ = 0;
+  const Context* ctx_ = nullptr;
+  bool has_stream_ = false;
+  StreamHandle stream_ = nullptr;
   static constexpr int kMaxDims = 16;  // more: the general path
   int ndim_ = 0;
   Py_ssize_t shape_[kMaxDims];  // the first ndim_ are set
-  template <typename Int>  // Py_ssize_t (buffer protocol) or int64_t (DLPack)
+  template <typename Int>  // Py_ssize_t (buffer protocol) or int64_t (DLPack, Layout)
   bool set_shape(const Int* shape, int ndim) {
     if (ndim > kMaxDims) return false;
     ndim_ = ndim;
     for (int i = 0; i < ndim; ++i) shape_[i] = Py_ssize_t(shape[i]);
     return true;
   }
+  void set_data(const void* p) { data_ = reinterpret_cast<uintptr_t>(p); }
 };
+
+void View::read_buffer_protocol(PyObject* obj, bool writable) {
+  int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+  if (PyObject_GetBuffer(obj, &view_, flags) != 0) {
+    PyErr_Clear();
+    return;
+  }
+  has_view_ = true;
+  format_ = format_char(view_);
+  set_data(view_.buf);
+  itemsize_ = view_.itemsize;
+  ok_ = format_ != 0 && set_shape(view_.shape, view_.ndim);
+}
+
+// A gompute Buffer, read in place: typed, C-contiguous and not freed.
+void View::from_buffer(PyObject* obj, bool writable) {
+  const Buffer& b = py::handle(obj).cast<const Buffer&>();
+  const Layout* layout = b.typed_layout();
+  if (b.freed() || !layout || !layout->c_contiguous() || (writable && b.readonly())) return;
+  format_ = dlpack_format(DLDataType{layout->code, layout->bits, 1});
+  data_ = b.data_addr();
+  itemsize_ = Py_ssize_t(layout->itemsize());
+  kind_ = b.context()->kind();
+  ordinal_ = b.context()->ordinal();
+  ctx_ = b.context().get();
+  has_stream_ = true;
+  stream_ = b.stream() ? b.stream()->handle() : nullptr;
+  ok_ = format_ != 0 && set_shape(layout->shape.data(), int(layout->shape.size()));
+}
 
 // The struct-module format of a native scalar as one character ('l' folded into 'q').
 char View::format_char(const Py_buffer& v) {
@@ -115,25 +170,113 @@ char View::dlpack_format(const DLDataType& t) {
   return 0;
 }
 
+// The format character of a CAI / array-interface typestr ("<f4", "|b1"), native byte
+// order only; 0 for anything else.
+char View::typestr_format(const char* t) {
+  if (!t || !(t[0] == '<' || t[0] == '|' || t[0] == '=') || !t[1]) return 0;
+  const char kind = t[1];
+  const int size = std::atoi(t + 2);
+  switch (kind) {
+    case 'b': return size == 1 ? '?' : 0;
+    case 'i': return size == 1 ? 'b' : size == 2 ? 'h' : size == 4 ? 'i' : size == 8 ? 'q' : 0;
+    case 'u': return size == 1 ? 'B' : size == 2 ? 'H' : size == 4 ? 'I' : size == 8 ? 'Q' : 0;
+    case 'f': return size == 2 ? 'e' : size == 4 ? 'f' : size == 8 ? 'd' : 0;
+  }
+  return 0;
+}
+
 // A PyTorch CPU tensor through its NumPy view (`tensor.numpy()` shares the memory and is
-// about three times cheaper than `__dlpack__`); false where torch refuses one (grad, GPU).
-bool View::from_numpy_view(PyObject* tensor, bool writable) {
+// about three times cheaper than `__dlpack__`). A CUDA tensor is not taken: its
+// __cuda_array_interface__ names no stream, and asking torch for its current one is a
+// Python call the general path makes anyway.
+void View::from_tensor(PyObject* tensor, bool writable) {
+  PyObject* cuda = PyObject_GetAttrString(tensor, "is_cuda");
+  const bool on_cuda = cuda == nullptr || cuda == Py_True;
+  Py_XDECREF(cuda);
+  PyErr_Clear();
+  if (on_cuda) return;
   PyObject* array = PyObject_CallMethod(tensor, "numpy", nullptr);
-  if (!array) {
+  if (!array) {  // requires grad, or another device: the general path says what to do
+    PyErr_Clear();
+    return;
+  }
+  holder_ = py::reinterpret_steal<py::object>(array);
+  read_buffer_protocol(array, writable);
+}
+
+// A CUDA array through __cuda_array_interface__. False when `obj` has none (the caller
+// then tries DLPack); true otherwise, ok() only for an unmasked, C-contiguous version-3
+// array that names its stream. A stream of None leaves the choice of stream to the general
+// path, which asks the array's framework.
+bool View::from_cuda_array_interface(PyObject* obj, bool writable) {
+  static PyObject* const name = PyUnicode_InternFromString("__cuda_array_interface__");  // kept for the process
+  static PyObject* const keys[] = {PyUnicode_InternFromString("version"), PyUnicode_InternFromString("stream"),
+                                   PyUnicode_InternFromString("mask"),    PyUnicode_InternFromString("shape"),
+                                   PyUnicode_InternFromString("typestr"), PyUnicode_InternFromString("data"),
+                                   PyUnicode_InternFromString("strides")};
+  py::object cai = py::reinterpret_steal<py::object>(PyObject_GetAttr(obj, name));
+  if (!cai) {
     PyErr_Clear();
     return false;
   }
-  holder_ = py::reinterpret_steal<py::object>(array);
-  int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-  if (PyObject_GetBuffer(array, &view_, flags) != 0) {
-    PyErr_Clear();
-    return true;  // a NumPy view that is not contiguous: not ok, and no DLPack retry either
+  if (!PyDict_Check(cai.ptr())) return true;
+  PyObject* item[7];  // borrowed, or null when absent
+  for (int i = 0; i < 7; ++i) item[i] = PyDict_GetItem(cai.ptr(), keys[i]);
+  auto [version, stream, mask, shape, typestr, data, strides] =
+      std::tuple{item[0], item[1], item[2], item[3], item[4], item[5], item[6]};
+  if (!version || !PyLong_Check(version) || PyLong_AsLong(version) < 3 || !stream || !PyLong_Check(stream) ||
+      (mask && mask != Py_None) || !shape || !PyTuple_Check(shape) || !typestr || !PyUnicode_Check(typestr) ||
+      !data || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2)
+    return true;
+  const uint64_t stream_value = PyLong_AsUnsignedLongLong(stream);
+  const uint64_t address = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(data, 0));
+  const int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
+  format_ = typestr_format(PyUnicode_AsUTF8(typestr));
+  const Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
+  if (PyErr_Occurred() || stream_value == 0 || readonly < 0 || (writable && readonly) || !format_ || ndim > kMaxDims) {
+    PyErr_Clear();  // stream 0 is against the protocol: the general path says so
+    return true;
   }
-  has_view_ = true;
-  format_ = format_char(view_);
-  data_ = view_.buf;
-  itemsize_ = view_.itemsize;
-  ok_ = format_ != 0 && set_shape(view_.shape, view_.ndim);
+  itemsize_ = format_ == '?' || format_ == 'b' || format_ == 'B' ? 1
+              : format_ == 'e' || format_ == 'h' || format_ == 'H' ? 2
+              : format_ == 'd' || format_ == 'q' || format_ == 'Q' ? 8
+                                                                   : 4;
+  int64_t extents[kMaxDims];
+  for (Py_ssize_t i = 0; i < ndim; ++i) extents[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
+  if (strides && strides != Py_None) {  // C-contiguous strides are fine too
+    if (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim) return true;
+    int64_t expected = itemsize_;
+    for (Py_ssize_t i = ndim; i-- > 0;) {
+      if (extents[i] != 1 && PyLong_AsLongLong(PyTuple_GET_ITEM(strides, i)) != expected) {
+        PyErr_Clear();
+        return true;
+      }
+      expected *= extents[i];
+    }
+  }
+  // The device: the framework's `device.id` (CuPy) or `device.index` (torch), else 0, as
+  // the general path reads it.
+  int ordinal = 0;
+  if (PyObject* device = PyObject_GetAttrString(obj, "device")) {
+    PyObject* id = PyObject_GetAttrString(device, "id");
+    if (!id) {
+      PyErr_Clear();
+      id = PyObject_GetAttrString(device, "index");
+    }
+    if (id && PyLong_Check(id)) ordinal = int(PyLong_AsLong(id));
+    Py_XDECREF(id);
+    Py_DECREF(device);
+  }
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return true;
+  }
+  data_ = address;
+  kind_ = BackendKind::cuda;
+  ordinal_ = ordinal;
+  has_stream_ = true;
+  stream_ = reinterpret_cast<StreamHandle>(uintptr_t(stream_value));
+  ok_ = set_shape(extents, int(ndim));
   return true;
 }
 
@@ -176,18 +319,19 @@ void View::from_dlpack(PyObject* obj, bool writable) {
   if (t.device.device_type == kDLCPU && contiguous && format_ && !(writable && (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY))) {
     PyCapsule_SetName(capsule, "used_dltensor_versioned");  // ours now: the destructor calls its deleter
     managed_ = m;
-    data_ = static_cast<char*>(t.data) + t.byte_offset;
+    set_data(static_cast<char*>(t.data) + t.byte_offset);
     itemsize_ = t.dtype.bits / 8;
     ok_ = set_shape(t.shape, t.ndim);
   }
   Py_DECREF(capsule);
 }
 
+void set_fast_path_buffer_type(PyTypeObject* type) { View::buffer_type() = type; }
+
 namespace {
 
 bool overlap(const View& a, const View& b) {
-  auto lo = [](const View& v) { return reinterpret_cast<uintptr_t>(v.data()); };
-  return lo(a) < lo(b) + b.nbytes() && lo(b) < lo(a) + a.nbytes();
+  return a.address() < b.address() + b.nbytes() && b.address() < a.address() + a.nbytes();
 }
 
 // Writes `value` as the field's type at `dst`; false if it is not exactly representable.
@@ -245,13 +389,16 @@ FastMap::FastMap(int arity, uint32_t block_size, std::vector<ParamField> fields,
 }
 
 void FastMap::remember(const std::string& inputs, char out, bool inplace, const Kernel& kernel, py::object dtype) {
-  const std::string signature = inputs + out + (inplace ? 'i' : 'm');
-  auto kept = std::make_shared<Kernel>(kernel);
-  auto same = [&](const Launch& l) { return l.signature == signature; };
+  const Context* ctx = kernel.context();
+  if (!ctx) return;
+  Launch entry{inputs + out + (inplace ? 'i' : 'm'), ctx->kind(), ctx->ordinal(), std::make_shared<Kernel>(kernel)};
+  auto same = [&](const Launch& l) {
+    return l.signature == entry.signature && l.kind == entry.kind && l.ordinal == entry.ordinal;
+  };
   if (auto it = std::find_if(launches_.begin(), launches_.end(), same); it != launches_.end())
-    it->kernel = std::move(kept);  // a call in flight holds its own reference
+    *it = std::move(entry);  // a call in flight holds its own reference to the old kernel
   else
-    launches_.push_back({signature, std::move(kept)});
+    launches_.push_back(std::move(entry));
   auto found = std::find_if(out_types_.begin(), out_types_.end(), [&](const OutType& o) { return o.inputs == inputs; });
   if (found != out_types_.end())
     found->dtype = std::move(dtype);
@@ -274,9 +421,11 @@ bool FastMap::pack_params(PyObject* kwargs, Py_ssize_t other_keys, char* out) co
   return true;
 }
 
-const FastMap::Launch* FastMap::find(const char* signature, size_t size) const {
+const FastMap::Launch* FastMap::find(const char* signature, size_t size, const View& where) const {
   for (const Launch& l : launches_)
-    if (l.signature.size() == size && std::memcmp(l.signature.data(), signature, size) == 0) return &l;
+    if (l.kind == where.kind() && l.ordinal == where.ordinal() && l.signature.size() == size &&
+        std::memcmp(l.signature.data(), signature, size) == 0)
+      return &l;
   return nullptr;
 }
 
@@ -325,22 +474,40 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   View o;
   o.open(result.ptr(), true);
   if (!o.ok() || !o.same_shape(inputs[0])) return py::object();
-  const bool inplace = arity_ == 1 && o.data() == inputs[0].data() && o.format() == signature[0];
+  const bool inplace = arity_ == 1 && o.address() == inputs[0].address() && o.format() == signature[0];
   for (int i = 0; i < arity_; ++i)
-    if (inputs[i].data() != o.data() && overlap(inputs[i], o)) return py::object();
+    if (inputs[i].address() != o.address() && overlap(inputs[i], o)) return py::object();
+  if (!same_place(inputs, o)) return py::object();
   signature[arity_] = o.format();
   signature[arity_ + 1] = inplace ? 'i' : 'm';
-  const Launch* found = find(signature, size_t(arity_) + 2);
+  const Launch* found = find(signature, size_t(arity_) + 2, o);
   if (!found) return py::object();
+  for (int i = 0; i < arity_; ++i)  // a Buffer of an earlier runtime (shut down since): the general path
+    if (inputs[i].context() && inputs[i].context() != found->kernel->context()) return py::object();
+  if (o.context() && o.context() != found->kernel->context()) return py::object();
   const uint64_t n = o.count();
   if (n) launch(*found, inputs, o, n, inplace, params);
   return result;
 }
 
+// Whether the inputs and the output are on one device, and so on one stream the launch can
+// go on without ordering one stream after another: none on the host (a host Buffer's
+// stream, if any, is the general path's to wait for), the same one on a GPU.
+bool FastMap::same_place(const View* inputs, const View& out) const {
+  for (int i = 0; i < arity_; ++i) {
+    const View& v = inputs[i];
+    if (v.kind() != out.kind() || v.ordinal() != out.ordinal() || v.stream() != out.stream()) return false;
+  }
+  if (out.kind() == BackendKind::host) return out.stream() == nullptr;
+  for (int i = 0; i < arity_; ++i)
+    if (!inputs[i].has_stream()) return false;
+  return out.has_stream();
+}
+
 void FastMap::launch(const Launch& found, const View* inputs, const View& out, uint64_t n, bool inplace,
                      const char* params) {
   // The kernel's arguments: the input addresses (none in place), the output's, n, params.
-  uintptr_t addresses[kMaxArity + 1];
+  uint64_t addresses[kMaxArity + 1];
   void* args[kMaxArity + 3];
   size_t sizes[kMaxArity + 3];
   size_t count = 0;
@@ -349,16 +516,18 @@ void FastMap::launch(const Launch& found, const View* inputs, const View& out, u
     sizes[count++] = size;
   };
   if (!inplace)
-    for (int i = 0; i < arity_; ++i) addresses[i] = reinterpret_cast<uintptr_t>(inputs[i].data());
+    for (int i = 0; i < arity_; ++i) addresses[i] = inputs[i].address();
   const int outputs_at = inplace ? 0 : arity_;
-  addresses[outputs_at] = reinterpret_cast<uintptr_t>(out.data());
-  for (int i = 0; i <= outputs_at; ++i) pass(&addresses[i], sizeof(uintptr_t));
+  addresses[outputs_at] = out.address();
+  for (int i = 0; i <= outputs_at; ++i) pass(&addresses[i], sizeof(uint64_t));
   pass(&n, sizeof n);
   if (has_params_) pass(const_cast<char*>(params), params_size_);
   const Dim3 grid{uint32_t(std::min<uint64_t>((n + block_size_ - 1) / block_size_, 0x7fffffff)), 1, 1};
   const Dim3 block{block_size_, 1, 1};
-  if (n <= kKeepGilElements) {  // releasing the GIL costs more than a small kernel
-    found.kernel->launch(grid, block, 0, args, sizes, count, nullptr, /*wait=*/true);
+  // A GPU launch is queued on the arrays' stream and returns; the host runs it now.
+  const bool host = out.kind() == BackendKind::host;
+  if (!host || n <= kKeepGilElements) {  // releasing the GIL costs more than a small kernel
+    found.kernel->launch(grid, block, 0, args, sizes, count, out.stream(), /*wait=*/host);
     return;
   }
   // A big one lets other threads run; remember() may replace the entry meanwhile.

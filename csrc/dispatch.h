@@ -1,4 +1,4 @@
-// The g.map fast path for contiguous host arrays (see dispatch.cpp).
+// The g.map fast path for contiguous arrays (see dispatch.cpp).
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -22,6 +22,10 @@ struct ParamField {
 
 class View;
 
+// Tells the fast path which Python type is _core.Buffer (bindings.cpp, at import), so it
+// reads Buffers in place rather than through a protocol.
+void set_fast_path_buffer_type(PyTypeObject* type);
+
 // Every method runs with the GIL held (the module does not declare itself free-threaded),
 // which is what orders remember() against call().
 class FastMap {
@@ -30,9 +34,9 @@ class FastMap {
 
   FastMap(int arity, uint32_t block_size, std::vector<ParamField> fields, size_t params_size, bool has_params);
 
-  // Remembers the kernel for a call signature: the input format characters, the output's,
-  // and 'i' (in place, the single input is the output) or 'm' (inputs then output), and
-  // the NumPy dtype a new output of those inputs gets.
+  // Remembers the kernel for a call signature on the kernel's device: the input format
+  // characters, the output's, and 'i' (in place, the single input is the output) or 'm'
+  // (inputs then output), and the NumPy dtype a new host output of those inputs gets.
   void remember(const std::string& inputs, char out, bool inplace, const Kernel& kernel, pybind11::object dtype);
 
   // `self(*args, out=None, stream=None, **params)` when this cache takes the call: its
@@ -42,6 +46,8 @@ class FastMap {
  private:
   struct Launch {
     std::string signature;
+    BackendKind kind;  // the kernel's device
+    int ordinal;
     std::shared_ptr<Kernel> kernel;
   };
   struct OutType {
@@ -50,7 +56,8 @@ class FastMap {
   };
 
   bool pack_params(PyObject* kwargs, Py_ssize_t other_keys, char* out) const;
-  const Launch* find(const char* signature, size_t size) const;
+  const Launch* find(const char* signature, size_t size, const View& where) const;
+  bool same_place(const View* inputs, const View& out) const;
   pybind11::object new_output(PyObject* like, const char* signature, size_t size) const;
   void launch(const Launch& found, const View* inputs, const View& out, uint64_t n, bool inplace, const char* params);
 

@@ -527,11 +527,14 @@ void Kernel::launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vec
     }
   }
   KeepAlive keep = allocations.empty() ? nullptr : std::make_shared<std::vector<KeepAlive>>(std::move(allocations));
-  submit(grid, block, shared_bytes, pointers.data(), sizes.data(), args.size(), stream, std::move(keep), wait);
+  submit(grid, block, shared_bytes, pointers.data(), sizes.data(), args.size(), stream_handle(stream, ctx),
+         std::move(keep), wait);
 }
 
+const Context* Kernel::context() const { return module_ ? module_->ctx.get() : nullptr; }
+
 void Kernel::submit(Dim3 grid, Dim3 block, uint32_t shared_bytes, void* const* args, const size_t* sizes,
-                    size_t nargs, Stream* stream, KeepAlive keep, bool wait) {
+                    size_t nargs, StreamHandle s, KeepAlive keep, bool wait) {
   if (!module_) raise(ErrorKind::InvalidHandle, "this Kernel was deinit()ed; get it again with module.get_kernel");
   Context& ctx = *module_->ctx;
   ctx.enter();
@@ -541,7 +544,6 @@ void Kernel::submit(Dim3 grid, Dim3 block, uint32_t shared_bytes, void* const* a
   if (arity_ >= 0 && size_t(arity_) != nargs)
     raise(ErrorKind::LaunchFailed, "kernel " + name_ + " takes " + std::to_string(arity_) + " arguments; the launch passed " +
                                        std::to_string(nargs));
-  StreamHandle s = stream_handle(stream, ctx);
   ctx.drv().launch(fn_, grid, block, shared_bytes, s, args, sizes, nargs, std::move(keep), wait);
   stats().launches++;
   if (wait) ctx.drv().stream_synchronize(s);

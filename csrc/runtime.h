@@ -126,6 +126,7 @@ class Buffer {
   Buffer slice(size_t offset, size_t nbytes) const;
   Layout layout() const { return layout_ ? *layout_ : Layout::bytes(nbytes_); }
   bool typed() const { return layout_.has_value(); }
+  const Layout* typed_layout() const { return layout_ ? &*layout_ : nullptr; }  // no copy; null untyped
   // Where element 0 is: device_addr() + layout().origin.
   DevicePtr data_addr() const;
   bool readonly() const { return readonly_; }
@@ -262,16 +263,19 @@ class Kernel {
   // once it has run (a fault then raises SyncFailed here).
   void launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vector<const Arg*>& args, Stream* stream,
               bool wait = false);
-  // The same from raw argument bytes (`args[i]` points at `sizes[i]` bytes), keeping no
-  // allocation alive: for callers whose arguments are addresses they hold themselves.
+  // The same from raw argument bytes (`args[i]` points at `sizes[i]` bytes) on a raw
+  // stream handle of this kernel's device, keeping no allocation alive: for callers whose
+  // arguments are addresses of memory they hold themselves.
   void launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, void* const* args, const size_t* sizes, size_t nargs,
-              Stream* stream, bool wait = false) {
+              StreamHandle stream, bool wait = false) {
     submit(grid, block, shared_bytes, args, sizes, nargs, stream, nullptr, wait);
   }
+  // The context the kernel runs in (null once deinit()ed).
+  const Context* context() const;
 
  private:
   void submit(Dim3 grid, Dim3 block, uint32_t shared_bytes, void* const* args, const size_t* sizes, size_t nargs,
-              Stream* stream, KeepAlive keep, bool wait);
+              StreamHandle stream, KeepAlive keep, bool wait);
 
   std::shared_ptr<ModuleState> module_;
   FunctionHandle fn_;

@@ -84,8 +84,9 @@ class AutoKernel(_core.FastMap):
     """`g.map(kernel)`: a callable that runs `kernel` wherever its arrays live.
 
     Calling it, `(*arrays, out=None, stream=None, **params)`, starts in C++ (the base
-    class, csrc/dispatch.cpp): a call shaped like one already launched on the host is
-    launched there at once; any other comes to `_general`.
+    class, csrc/dispatch.cpp): a call shaped like one already launched on that device is
+    launched at once, on the host or on the GPU arrays' stream; any other comes to
+    `_general`.
     """
 
     def __init__(self, kernel: MapKernel):
@@ -94,7 +95,7 @@ class AutoKernel(_core.FastMap):
         super().__init__(*_fast_map_args(kernel))
         self.kernel = kernel
         self._bound: dict[tuple[Backend, int], Kernel] = {}
-        self._learned: set[tuple[str, str, str]] = set()
+        self._learned: set[tuple] = set()
 
     def bound(self, backend: Backend, ordinal: int) -> Kernel:
         found = self._bound.get((backend, ordinal))
@@ -106,9 +107,9 @@ class AutoKernel(_core.FastMap):
         return _Call(None, arrays, out, stream, params, auto=self).run()
 
     def learn(self, inputs, out: _core.Buffer, kind: str, core: _core.Kernel) -> None:
-        """Lets the C++ path take later calls like this one (contiguous, on the host)."""
+        """Lets the C++ path take later calls like this one (contiguous, on this device)."""
         signature = "".join(_FORMATS[b.dtype] for b in inputs)
-        key = (signature, _FORMATS[out.dtype], kind)
+        key = (signature, _FORMATS[out.dtype], kind, out.backend, out.device)
         if key in self._learned:  # calls the C++ path can't take come back here every time
             return
         default_out = self.kernel.variant(tuple(b.dtype for b in inputs)).out_type
@@ -263,7 +264,7 @@ class _Call:
         core.launch(grid, Dim3(block), 0, args, stream, wait=host)
         if not host:
             out.stream = stream
-        elif self.auto is not None and kind != "strided" and out.dtype in _FORMATS:
+        if self.auto is not None and kind != "strided" and out.dtype in _FORMATS:
             self.auto.learn(inputs, out, kind, core)
 
 
