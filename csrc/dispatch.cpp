@@ -190,7 +190,8 @@ char View::typestr_format(const char* t) {
 // __cuda_array_interface__ names no stream, and asking torch for its current one is a
 // Python call the general path makes anyway.
 void View::from_tensor(PyObject* tensor, bool writable) {
-  PyObject* cuda = PyObject_GetAttrString(tensor, "is_cuda");
+  static PyObject* const is_cuda = PyUnicode_InternFromString("is_cuda");  // kept for the process
+  PyObject* cuda = PyObject_GetAttr(tensor, is_cuda);
   const bool on_cuda = cuda == nullptr || cuda == Py_True;
   Py_XDECREF(cuda);
   PyErr_Clear();
@@ -454,10 +455,16 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   if (params_size_ > sizeof small_params) params = (big_params = std::make_unique<char[]>(params_size_)).get();
   if (!pack_params(kwargs, (out != nullptr) + (stream != nullptr), params)) return py::object();
 
+  int out_index = -1;  // the input that is the output too (in place): read once, writable
+  for (int i = 0; i < arity_ && out; ++i)
+    if (PyTuple_GET_ITEM(args, i) == out) {
+      out_index = i;
+      break;
+    }
   View inputs[kMaxArity];
   char signature[kMaxArity + 2];
   for (int i = 0; i < arity_; ++i) {
-    inputs[i].open(PyTuple_GET_ITEM(args, i), false);
+    inputs[i].open(PyTuple_GET_ITEM(args, i), i == out_index);
     if (!inputs[i].ok() || !inputs[i].same_shape(inputs[0])) return py::object();
     signature[i] = inputs[i].format();
   }
@@ -471,8 +478,9 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   } else {
     result = py::reinterpret_borrow<py::object>(out);
   }
-  View o;
-  o.open(result.ptr(), true);
+  View own;
+  if (out_index < 0) own.open(result.ptr(), true);
+  const View& o = out_index < 0 ? own : inputs[out_index];
   if (!o.ok() || !o.same_shape(inputs[0])) return py::object();
   const bool inplace = arity_ == 1 && o.address() == inputs[0].address() && o.format() == signature[0];
   for (int i = 0; i < arity_; ++i)

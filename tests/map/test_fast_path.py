@@ -77,6 +77,8 @@ def test_bad_outputs_after_warm_up_still_raise(warm):
     frozen.flags.writeable = False
     with pytest.raises(g.ArgumentError, match="read-only"):
         warm(x, out=frozen, scale=1)
+    with pytest.raises(g.ArgumentError, match="read-only"):
+        warm(frozen, out=frozen, scale=1)  # in place: the input is read once, as the output
     with pytest.raises(g.ArgumentError, match="shape"):
         warm(x, out=np.zeros(9, np.float32), scale=1)
     a = np.arange(16, dtype=np.float32)
