@@ -128,30 +128,35 @@ GOMPUTE_FN bool gompute_tile_layout(const gompute_strides<N>& s) {
   return false;
 }
 
-#if defined(__AVX__)
-#include <immintrin.h>
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)  // GCC 12+, clang: no intrinsics header to parse
+#define GOMPUTE_TRANSPOSE_8X8 1
+typedef uint32_t gompute_v8u __attribute__((vector_size(32), aligned(4), may_alias));
 // An 8 x 8 block of 4-byte elements, transposed in registers: b[i * GOMPUTE_TILE_COLS + j] =
-// p[i + j * step] for i, j < 8, the elements moved as bits (floats or integers alike).
+// p[i + j * step] for i, j < 8, the elements moved as bits (floats or integers alike). The
+// shuffles are AVX's unpack, shuffle and 128-bit permute steps, written portably.
 GOMPUTE_FN void gompute_transpose_8x8(void* b, const void* p, int64_t step) {
-  const float* q = (const float*)p;
-  float* o = (float*)b;
-  __m256 r[8], t[8];
-  for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(q + k * step);
+  const uint32_t* q = (const uint32_t*)p;
+  uint32_t* o = (uint32_t*)b;
+  gompute_v8u r[8], t[8];
+  for (int k = 0; k < 8; ++k) r[k] = *(const gompute_v8u*)(q + k * step);
   for (int k = 0; k < 8; k += 2) {
-    t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
-    t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+    t[k] = __builtin_shufflevector(r[k], r[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[k + 1] = __builtin_shufflevector(r[k], r[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
   }
   for (int k = 0; k < 8; k += 4) {
-    r[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);
-    r[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
-    r[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);
-    r[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+    r[k] = __builtin_shufflevector(t[k], t[k + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+    r[k + 1] = __builtin_shufflevector(t[k], t[k + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    r[k + 2] = __builtin_shufflevector(t[k + 1], t[k + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+    r[k + 3] = __builtin_shufflevector(t[k + 1], t[k + 3], 2, 3, 10, 11, 6, 7, 14, 15);
   }
   for (int k = 0; k < 4; ++k) {
-    _mm256_storeu_ps(o + k * GOMPUTE_TILE_COLS, _mm256_permute2f128_ps(r[k], r[k + 4], 0x20));
-    _mm256_storeu_ps(o + (k + 4) * GOMPUTE_TILE_COLS, _mm256_permute2f128_ps(r[k], r[k + 4], 0x31));
+    *(gompute_v8u*)(o + k * GOMPUTE_TILE_COLS) = __builtin_shufflevector(r[k], r[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    *(gompute_v8u*)(o + (k + 4) * GOMPUTE_TILE_COLS) =
+        __builtin_shufflevector(r[k], r[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
   }
 }
+#endif
 #endif
 
 // b[i * GOMPUTE_TILE_COLS + j] = p[i + j * step] for i < t, j < m: t rows of m elements of a tile,
@@ -160,7 +165,7 @@ GOMPUTE_FN void gompute_transpose_8x8(void* b, const void* p, int64_t step) {
 // the columns left from p, allows).
 template <typename S>
 GOMPUTE_ROWS void gompute_gather_tile(S* b, const S* p, int64_t step, int64_t t, int64_t m, int64_t ahead) {
-#if defined(__AVX__)
+#if defined(GOMPUTE_TRANSPOSE_8X8)
   if (sizeof(S) == 4 && t == GOMPUTE_TILE_ROWS && m % 8 == 0) {
     for (int64_t j = 0; j < m; j += 8) {
       for (int64_t k = j + GOMPUTE_TILE_PREFETCH; k < j + 8 + GOMPUTE_TILE_PREFETCH && k < ahead; ++k) {
