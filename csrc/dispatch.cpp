@@ -1,4 +1,4 @@
-// The g.map fast path: a cached call on contiguous arrays, done in C++.
+// The g.map fast path: a cached call, done in C++.
 //
 // gompute/kernel.py takes every call the general way first; once a (dtypes, entry, device)
 // triple has launched it is remembered here, and later calls of that shape cost reading
@@ -22,13 +22,15 @@ namespace gompute {
 
 constexpr uint64_t kKeepGilElements = 16384;
 
-// A contiguous array the fast path can launch on, released on scope exit: a gompute
-// Buffer (any backend), a host array through the buffer protocol (or PyTorch's NumPy
-// view, or a versioned DLPack capsule), or a CUDA array through its
-// __cuda_array_interface__ (version 3, with the stream its data is ordered on). Not ok()
-// when it is none of those, not C-contiguous, or (writable) read-only.
+// An array the fast path can launch on, released on scope exit: a gompute Buffer (any
+// backend), a host array through the buffer protocol (or PyTorch's NumPy view, or a
+// versioned DLPack capsule), or a CUDA array through its __cuda_array_interface__
+// (version 3, with the stream its data is ordered on). Not ok() when it is none of
+// those, or (writable) read-only, or its strides are not whole elements.
 class View {
  public:
+  static constexpr int kMaxDims = 16;  // more: the general path
+
   View() = default;
   // Reads `obj`; ok() says whether it is a view this path takes.
   void open(PyObject* obj, bool writable) {
@@ -58,6 +60,22 @@ class View {
   size_t itemsize() const { return size_t(itemsize_); }
   bool same_shape(const View& o) const {
     return ndim_ == o.ndim_ && std::equal(shape_, shape_ + ndim_, o.shape_);
+  }
+  int ndim() const { return ndim_; }
+  const int64_t* shape() const { return shape_; }
+  int64_t extent(int d) const { return shape_[d]; }
+  int64_t stride(int d) const { return strides_[d]; }  // in bytes
+  bool contiguous() const { return contiguous_; }    // C order, extent-1 dimensions aside
+  // The bytes the elements touch, [lo, hi); both 0 when empty.
+  std::pair<uint64_t, uint64_t> byte_range() const {
+    if (count() == 0) return {0, 0};
+    int64_t lo = 0, hi = 0;
+    for (int d = 0; d < ndim_; ++d) (strides_[d] < 0 ? lo : hi) += (shape_[d] - 1) * strides_[d];
+    return {data_ + lo, data_ + hi + itemsize_};
+  }
+  bool same_view(const View& o) const {
+    return data_ == o.data_ && itemsize_ == o.itemsize_ && same_shape(o) &&
+           std::equal(strides_, strides_ + ndim_, o.strides_);
   }
   size_t count() const {
     size_t n = 1;
@@ -102,21 +120,32 @@ class View {
   const Context* ctx_ = nullptr;
   bool has_stream_ = false;
   StreamHandle stream_ = nullptr;
-  static constexpr int kMaxDims = 16;  // more: the general path
   int ndim_ = 0;
-  Py_ssize_t shape_[kMaxDims];  // the first ndim_ are set
-  template <typename Int>  // Py_ssize_t (buffer protocol) or int64_t (DLPack, Layout)
-  bool set_shape(const Int* shape, int ndim) {
-    if (ndim > kMaxDims) return false;
+  int64_t shape_[kMaxDims];    // the first ndim_ are set
+  int64_t strides_[kMaxDims];  // in bytes
+  bool contiguous_ = false;
+  // The shape, and the strides in units of `unit` bytes (none: C-contiguous); false when
+  // there are too many dimensions or a stride is not whole elements.
+  template <typename Int, typename Stride>  // Py_ssize_t (buffer protocol) or int64_t
+  bool set_layout(const Int* shape, const Stride* strides, int64_t unit, int ndim) {
+    if (ndim > kMaxDims || itemsize_ <= 0) return false;
     ndim_ = ndim;
-    for (int i = 0; i < ndim; ++i) shape_[i] = Py_ssize_t(shape[i]);
+    int64_t expected = itemsize_;
+    contiguous_ = true;
+    for (int i = ndim; i-- > 0;) {
+      shape_[i] = int64_t(shape[i]);
+      strides_[i] = strides ? int64_t(strides[i]) * unit : expected;
+      if (strides_[i] % itemsize_) return false;
+      if (shape_[i] != 1 && strides_[i] != expected) contiguous_ = false;
+      expected *= shape_[i];
+    }
     return true;
   }
   void set_data(const void* p) { data_ = reinterpret_cast<uintptr_t>(p); }
 };
 
 void View::read_buffer_protocol(PyObject* obj, bool writable) {
-  int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+  int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
   if (PyObject_GetBuffer(obj, &view_, flags) != 0) {
     PyErr_Clear();
     return;
@@ -125,14 +154,14 @@ void View::read_buffer_protocol(PyObject* obj, bool writable) {
   format_ = format_char(view_);
   set_data(view_.buf);
   itemsize_ = view_.itemsize;
-  ok_ = format_ != 0 && set_shape(view_.shape, view_.ndim);
+  ok_ = format_ != 0 && set_layout(view_.shape, view_.strides, 1, view_.ndim);
 }
 
-// A gompute Buffer, read in place: typed, C-contiguous and not freed.
+// A gompute Buffer, read in place: typed and not freed.
 void View::from_buffer(PyObject* obj, bool writable) {
   const Buffer& b = py::handle(obj).cast<const Buffer&>();
   const Layout* layout = b.typed_layout();
-  if (b.freed() || !layout || !layout->c_contiguous() || (writable && b.readonly())) return;
+  if (b.freed() || !layout || (writable && b.readonly())) return;
   format_ = dlpack_format(DLDataType{layout->code, layout->bits, 1});
   data_ = b.data_addr();
   itemsize_ = Py_ssize_t(layout->itemsize());
@@ -141,7 +170,8 @@ void View::from_buffer(PyObject* obj, bool writable) {
   ctx_ = b.context().get();
   has_stream_ = true;
   stream_ = b.stream() ? b.stream()->handle() : nullptr;
-  ok_ = format_ != 0 && set_shape(layout->shape.data(), int(layout->shape.size()));
+  ok_ = format_ != 0 && layout->strides.size() == layout->shape.size() &&
+        set_layout(layout->shape.data(), layout->strides.data(), 1, int(layout->shape.size()));
 }
 
 // The struct-module format of a native scalar as one character ('l' folded into 'q').
@@ -206,8 +236,8 @@ void View::from_tensor(PyObject* tensor, bool writable) {
 }
 
 // A CUDA array through __cuda_array_interface__. False when `obj` has none (the caller
-// then tries DLPack); true otherwise, ok() only for an unmasked, C-contiguous version-3
-// array that names its stream. A stream of None leaves the choice of stream to the general
+// then tries DLPack); true otherwise, ok() only for an unmasked version-3 array that
+// names its stream. A stream of None leaves the choice of stream to the general
 // path, which asks the array's framework.
 bool View::from_cuda_array_interface(PyObject* obj, bool writable) {
   static PyObject* const name = PyUnicode_InternFromString("__cuda_array_interface__");  // kept for the process
@@ -242,18 +272,12 @@ bool View::from_cuda_array_interface(PyObject* obj, bool writable) {
               : format_ == 'e' || format_ == 'h' || format_ == 'H' ? 2
               : format_ == 'd' || format_ == 'q' || format_ == 'Q' ? 8
                                                                    : 4;
-  int64_t extents[kMaxDims];
+  int64_t extents[kMaxDims], steps[kMaxDims];
   for (Py_ssize_t i = 0; i < ndim; ++i) extents[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
-  if (strides && strides != Py_None) {  // C-contiguous strides are fine too
+  const bool strided = strides && strides != Py_None;
+  if (strided) {
     if (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim) return true;
-    int64_t expected = itemsize_;
-    for (Py_ssize_t i = ndim; i-- > 0;) {
-      if (extents[i] != 1 && PyLong_AsLongLong(PyTuple_GET_ITEM(strides, i)) != expected) {
-        PyErr_Clear();
-        return true;
-      }
-      expected *= extents[i];
-    }
+    for (Py_ssize_t i = 0; i < ndim; ++i) steps[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides, i));
   }
   // The device: the framework's `device.id` (CuPy) or `device.index` (torch), else 0, as
   // the general path reads it.
@@ -277,11 +301,11 @@ bool View::from_cuda_array_interface(PyObject* obj, bool writable) {
   ordinal_ = ordinal;
   has_stream_ = true;
   stream_ = reinterpret_cast<StreamHandle>(uintptr_t(stream_value));
-  ok_ = set_shape(extents, int(ndim));
+  ok_ = set_layout(extents, strided ? steps : nullptr, 1, int(ndim));
   return true;
 }
 
-// A versioned DLPack capsule of a C-contiguous CPU array; anything else leaves the view
+// A versioned DLPack capsule of a CPU array; anything else leaves the view
 // not ok (an unconsumed capsule frees itself).
 void View::from_dlpack(PyObject* obj, bool writable) {
   // Ask where it lives first: a GPU producer would order streams for a capsule we drop.
@@ -310,19 +334,13 @@ void View::from_dlpack(PyObject* obj, bool writable) {
   }
   auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
   const DLTensor& t = m->dl_tensor;
-  bool contiguous = true;
-  int64_t expected = 1;
-  for (int i = t.ndim; i-- > 0;) {
-    if (t.strides && t.shape[i] != 1 && t.strides[i] != expected) contiguous = false;
-    expected *= t.shape[i];
-  }
   format_ = dlpack_format(t.dtype);
-  if (t.device.device_type == kDLCPU && contiguous && format_ && !(writable && (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY))) {
+  if (t.device.device_type == kDLCPU && format_ && !(writable && (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY))) {
     PyCapsule_SetName(capsule, "used_dltensor_versioned");  // ours now: the destructor calls its deleter
     managed_ = m;
     set_data(static_cast<char*>(t.data) + t.byte_offset);
     itemsize_ = t.dtype.bits / 8;
-    ok_ = set_shape(t.shape, t.ndim);
+    ok_ = set_layout(t.shape, t.strides, itemsize_, t.ndim);  // DLPack strides count elements
   }
   Py_DECREF(capsule);
 }
@@ -389,10 +407,13 @@ FastMap::FastMap(int arity, uint32_t block_size, std::vector<ParamField> fields,
   empty_ = np.attr("empty");
 }
 
-void FastMap::remember(const std::string& inputs, char out, bool inplace, const Kernel& kernel, py::object dtype) {
+void FastMap::remember(const std::string& inputs, char out, const std::string& kind, const Kernel& kernel,
+                       py::object dtype) {
   const Context* ctx = kernel.context();
   if (!ctx) return;
-  Launch entry{inputs + out + (inplace ? 'i' : 'm'), ctx->kind(), ctx->ordinal(), std::make_shared<Kernel>(kernel)};
+  if (kind != "inplace" && kind != "map" && kind != "strided")
+    throw py::value_error("remember: kind is 'inplace', 'map' or 'strided', not '" + kind + "'");
+  Launch entry{inputs + out + kind[0], ctx->kind(), ctx->ordinal(), std::make_shared<Kernel>(kernel)};
   auto same = [&](const Launch& l) {
     return l.signature == entry.signature && l.kind == entry.kind && l.ordinal == entry.ordinal;
   };
@@ -430,17 +451,38 @@ const FastMap::Launch* FastMap::find(const char* signature, size_t size, const V
   return nullptr;
 }
 
-// A new NumPy array shaped like `like` (a NumPy array) with the dtype the general path
-// chose for these inputs; null when it has not seen them yet.
-py::object FastMap::new_output(PyObject* like, const char* signature, size_t size) const {
+// A new NumPy array of `shape` with the dtype the general path chose for these inputs;
+// null when it has not seen them yet.
+py::object FastMap::new_output(const int64_t* shape, int ndim, const char* signature, size_t size) const {
   for (const OutType& o : out_types_) {
     if (o.inputs.size() != size || std::memcmp(o.inputs.data(), signature, size) != 0) continue;
-    py::object shape = py::reinterpret_steal<py::object>(PyObject_GetAttrString(like, "shape"));
-    if (!shape) throw py::error_already_set();
-    return empty_(shape, o.dtype);
+    py::tuple extents(ndim);
+    for (int d = 0; d < ndim; ++d) extents[d] = py::int_(shape[d]);
+    return empty_(extents, o.dtype);
   }
   return py::object();
 }
+
+namespace {
+
+// The shape `count` views broadcast to, by NumPy's rules; false when they do not.
+bool broadcast(const View* views, int count, int& ndim, int64_t* shape) {
+  ndim = 0;
+  for (int i = 0; i < count; ++i) ndim = std::max(ndim, views[i].ndim());
+  std::fill(shape, shape + ndim, int64_t(1));
+  for (int i = 0; i < count; ++i) {
+    const View& v = views[i];
+    for (int d = 0, k = ndim - v.ndim(); d < v.ndim(); ++d, ++k) {
+      const int64_t e = v.extent(d);
+      if (e == 1) continue;
+      if (shape[k] != 1 && shape[k] != e) return false;
+      shape[k] = e;
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   static PyObject* const out_key = PyUnicode_InternFromString("out");  // kept for the process
@@ -465,15 +507,19 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   char signature[kMaxArity + 2];
   for (int i = 0; i < arity_; ++i) {
     inputs[i].open(PyTuple_GET_ITEM(args, i), i == out_index);
-    if (!inputs[i].ok() || !inputs[i].same_shape(inputs[0])) return py::object();
+    if (!inputs[i].ok()) return py::object();
     signature[i] = inputs[i].format();
   }
-  // The output: given (writable, same shape, not partly over an input), or a new NumPy array.
+  int ndim;
+  int64_t shape[View::kMaxDims];
+  if (!broadcast(inputs, arity_, ndim, shape)) return py::object();  // the general path says why
+  // The output: given (writable, of the broadcast shape, not partly over an input), or a
+  // new NumPy array.
   py::object result;
   if (!out || out == Py_None) {
-    PyObject* first = PyTuple_GET_ITEM(args, 0);
-    if (!PyObject_TypeCheck(first, reinterpret_cast<PyTypeObject*>(ndarray_.ptr()))) return py::object();
-    result = new_output(first, signature, size_t(arity_));  // null until the general path has seen them
+    if (!PyObject_TypeCheck(PyTuple_GET_ITEM(args, 0), reinterpret_cast<PyTypeObject*>(ndarray_.ptr())))
+      return py::object();
+    result = new_output(shape, ndim, signature, size_t(arity_));  // null until the general path has seen them
     if (!result) return py::object();
   } else {
     result = py::reinterpret_borrow<py::object>(out);
@@ -481,21 +527,77 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   View own;
   if (out_index < 0) own.open(result.ptr(), true);
   const View& o = out_index < 0 ? own : inputs[out_index];
-  if (!o.ok() || !o.same_shape(inputs[0])) return py::object();
-  const bool inplace = arity_ == 1 && o.address() == inputs[0].address() && o.format() == signature[0];
-  for (int i = 0; i < arity_; ++i)
-    if (inputs[i].address() != o.address() && overlap(inputs[i], o)) return py::object();
+  if (!o.ok() || o.ndim() != ndim || !std::equal(shape, shape + ndim, o.shape())) return py::object();
+  // The entry point, as kernel.py's _entry_kind chooses it.
+  bool contiguous = o.contiguous();
+  for (int i = 0; i < arity_; ++i) contiguous = contiguous && inputs[i].contiguous() && inputs[i].same_shape(o);
+  const char kind = !contiguous ? 's' : arity_ == 1 && inputs[0].same_view(o) && o.format() == signature[0] ? 'i' : 'm';
+  const auto [out_lo, out_hi] = o.byte_range();
+  for (int i = 0; i < arity_; ++i) {  // an output over an input must be that very view
+    const auto [lo, hi] = inputs[i].byte_range();
+    if (lo < out_hi && out_lo < hi && !inputs[i].same_view(o)) return py::object();
+  }
   if (!same_place(inputs, o)) return py::object();
   signature[arity_] = o.format();
-  signature[arity_ + 1] = inplace ? 'i' : 'm';
+  signature[arity_ + 1] = kind;
   const Launch* found = find(signature, size_t(arity_) + 2, o);
   if (!found) return py::object();
   for (int i = 0; i < arity_; ++i)  // a Buffer of an earlier runtime (shut down since): the general path
     if (inputs[i].context() && inputs[i].context() != found->kernel->context()) return py::object();
   if (o.context() && o.context() != found->kernel->context()) return py::object();
   const uint64_t n = o.count();
-  if (n) launch(*found, inputs, o, n, inplace, params);
+  if (n == 0) return result;
+  std::string strides;
+  if (kind == 's' && !pack_strides(inputs, o, shape, ndim, strides)) return py::object();
+  launch(*found, inputs, o, n, kind == 'i', params, strides);
   return result;
+}
+
+// The `strides` argument of a strided entry, as gompute/lang/module.py's pack_strides lays
+// it out, for the dimensions kernel.py's _collapsed leaves: broadcast dimensions stride 0,
+// extent-1 ones dropped, neighbours merged where every array allows. False past the
+// entry's dimension limit (the general path says so).
+bool FastMap::pack_strides(const View* inputs, const View& out, const int64_t* shape, int ndim,
+                           std::string& packed) const {
+  constexpr int kMaxNdim = 8;  // GOMPUTE_MAX_NDIM
+  const int arrays = arity_ + 1;
+  auto element_stride = [&](int a, int d) -> int64_t {  // array a's stride along dimension d of `shape`
+    const View& v = a < arity_ ? inputs[a] : out;
+    const int k = d - (ndim - v.ndim());
+    return k < 0 || v.extent(k) == 1 ? 0 : v.stride(k) / int64_t(v.itemsize());
+  };
+  int merged = 0;
+  int64_t extents[kMaxNdim];
+  int64_t steps[kMaxArity + 1][kMaxNdim];
+  for (int d = 0; d < ndim; ++d) {
+    if (shape[d] == 1) continue;
+    bool joins = merged > 0;
+    for (int a = 0; a < arrays && joins; ++a) joins = steps[a][merged - 1] == element_stride(a, d) * shape[d];
+    if (joins) {
+      extents[merged - 1] *= shape[d];
+      for (int a = 0; a < arrays; ++a) steps[a][merged - 1] = element_stride(a, d);
+      continue;
+    }
+    if (merged == kMaxNdim) return false;
+    extents[merged] = shape[d];
+    for (int a = 0; a < arrays; ++a) steps[a][merged] = element_stride(a, d);
+    ++merged;
+  }
+  packed.assign(8 + 8 * kMaxNdim * (1 + arrays), '\0');
+  char* at = packed.data();
+  const int32_t header[2] = {merged, 0};
+  std::memcpy(at, header, sizeof header);
+  at += sizeof header;
+  for (int d = 0; d < kMaxNdim; ++d, at += 8) {
+    const int64_t e = d < merged ? extents[d] : 1;
+    std::memcpy(at, &e, 8);
+  }
+  for (int a = 0; a < arrays; ++a)
+    for (int d = 0; d < kMaxNdim; ++d, at += 8) {
+      const int64_t step = d < merged ? steps[a][d] : 0;
+      std::memcpy(at, &step, 8);
+    }
+  return true;
 }
 
 // Whether the inputs and the output are on one device, and so on one stream the launch can
@@ -513,11 +615,12 @@ bool FastMap::same_place(const View* inputs, const View& out) const {
 }
 
 void FastMap::launch(const Launch& found, const View* inputs, const View& out, uint64_t n, bool inplace,
-                     const char* params) {
-  // The kernel's arguments: the input addresses (none in place), the output's, n, params.
+                     const char* params, std::string& strides) {
+  // The kernel's arguments: the input addresses (none in place), the output's, n, the
+  // strides (strided entries), params.
   uint64_t addresses[kMaxArity + 1];
-  void* args[kMaxArity + 3];
-  size_t sizes[kMaxArity + 3];
+  void* args[kMaxArity + 4];
+  size_t sizes[kMaxArity + 4];
   size_t count = 0;
   auto pass = [&](void* p, size_t size) {
     args[count] = p;
@@ -529,6 +632,7 @@ void FastMap::launch(const Launch& found, const View* inputs, const View& out, u
   addresses[outputs_at] = out.address();
   for (int i = 0; i <= outputs_at; ++i) pass(&addresses[i], sizeof(uint64_t));
   pass(&n, sizeof n);
+  if (!strides.empty()) pass(strides.data(), strides.size());
   if (has_params_) pass(const_cast<char*>(params), params_size_);
   const Dim3 grid{uint32_t(std::min<uint64_t>((n + block_size_ - 1) / block_size_, 0x7fffffff)), 1, 1};
   const Dim3 block{block_size_, 1, 1};

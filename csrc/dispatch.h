@@ -35,9 +35,11 @@ class FastMap {
   FastMap(int arity, uint32_t block_size, std::vector<ParamField> fields, size_t params_size, bool has_params);
 
   // Remembers the kernel for a call signature on the kernel's device: the input format
-  // characters, the output's, and 'i' (in place, the single input is the output) or 'm'
-  // (inputs then output), and the NumPy dtype a new host output of those inputs gets.
-  void remember(const std::string& inputs, char out, bool inplace, const Kernel& kernel, pybind11::object dtype);
+  // characters, the output's, and the entry kind ("inplace": the single input is the
+  // output; "map": inputs then output; "strided"), and the NumPy dtype a new host output
+  // of those inputs gets.
+  void remember(const std::string& inputs, char out, const std::string& kind, const Kernel& kernel,
+                pybind11::object dtype);
 
   // `self(*args, out=None, stream=None, **params)` when this cache takes the call: its
   // result. A null object when it does not (the caller then takes the general path).
@@ -58,8 +60,10 @@ class FastMap {
   bool pack_params(PyObject* kwargs, Py_ssize_t other_keys, char* out) const;
   const Launch* find(const char* signature, size_t size, const View& where) const;
   bool same_place(const View* inputs, const View& out) const;
-  pybind11::object new_output(PyObject* like, const char* signature, size_t size) const;
-  void launch(const Launch& found, const View* inputs, const View& out, uint64_t n, bool inplace, const char* params);
+  pybind11::object new_output(const int64_t* shape, int ndim, const char* signature, size_t size) const;
+  bool pack_strides(const View* inputs, const View& out, const int64_t* shape, int ndim, std::string& packed) const;
+  void launch(const Launch& found, const View* inputs, const View& out, uint64_t n, bool inplace, const char* params,
+              std::string& strides);
 
   int arity_;
   uint32_t block_size_;

@@ -107,13 +107,15 @@ class AutoKernel(_core.FastMap):
         return _Call(None, arrays, out, stream, params, auto=self).run()
 
     def learn(self, inputs, out: _core.Buffer, kind: str, core: _core.Kernel) -> None:
-        """Lets the C++ path take later calls like this one (contiguous, on this device)."""
+        """Lets the C++ path take later calls like this one (same dtypes, entry kind, device)."""
+        if any(b.dtype not in _FORMATS for b in (*inputs, out)):
+            return  # bf16 has no buffer-protocol format: the C++ path can't name it
         signature = "".join(_FORMATS[b.dtype] for b in inputs)
         key = (signature, _FORMATS[out.dtype], kind, out.backend, out.device)
         if key in self._learned:  # calls the C++ path can't take come back here every time
             return
         default_out = self.kernel.variant(tuple(b.dtype for b in inputs)).out_type
-        self.remember(signature, key[1], kind == "inplace", core, default_out.dtype)
+        self.remember(signature, key[1], kind, core, default_out.dtype)
         self._learned.add(key)
 
     def __repr__(self) -> str:
@@ -264,7 +266,7 @@ class _Call:
         core.launch(grid, Dim3(block), 0, args, stream, wait=host)
         if not host:
             out.stream = stream
-        if self.auto is not None and kind != "strided" and out.dtype in _FORMATS:
+        if self.auto is not None:
             self.auto.learn(inputs, out, kind, core)
 
 

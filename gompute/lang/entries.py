@@ -222,10 +222,9 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
     ]
     for k in range(out):
         st = f"strides.strides[{k}]"
-        lines.append(
-            f"            const auto* s{k} = tiled{k} ? t{k} + i * GOMPUTE_TILE_COLS + j0"
-            f" : gompute_source(t{k} + i * GOMPUTE_TILE_COLS + j0, p{k} + i * {st}[0] + j0 * {st}[1], {st}[1], j1 - j0);"
-        )
+        row = f"t{k} + i * GOMPUTE_TILE_COLS + j0"
+        walked = f"gompute_source({row}, p{k} + i * {st}[0] + j0 * {st}[1], {st}[1], j1 - j0)"
+        lines.append(f"            const auto* s{k} = tiled{k} ? {row} : {walked};")
     o = pointers[out].name
     lines += [
         f"            auto* s{out} = {o} + (int64_t)(r + i) * strides.strides[{out}][0] + c + j0;",

@@ -65,6 +65,12 @@ class Scale(g.Params):
     scale: g.f32
 
 
+def fake_kernel_table(names) -> str:
+    """The C++ of the kernel table the fake reads from a host shared object, as from a CUBIN."""
+    listed = ", ".join(f'"{name}"' for name in names)
+    return f'extern "C" {{ __attribute__((visibility("default"))) const char* fake_cuda_kernels[] = {{{listed}, 0}}; }}'
+
+
 def _cuda() -> g.runtime.cuda.Compute:
     return g.runtime.cuda.Compute.init()
 
@@ -353,8 +359,7 @@ def _map_on_the_fake() -> None:
         if lang.backend_name(backend) != "cuda":
             return host_image_of(self, spec, backend, arch)
         entries = tuple(spec.entry_points())
-        names = ", ".join(f'"{e.symbol}"' for e in entries)
-        table = f'extern "C" {{ __attribute__((visibility("default"))) const char* fake_cuda_kernels[] = {{{names}, 0}}; }}'
+        table = fake_kernel_table(e.symbol for e in entries)
         data, _, _ = build_image("host", f"{lang.module_source([spec], 'host')}\n{table}\n", None, spec.name)
         return lang.Image(data, "cubin", "cuda", arch, entries, None)
 
@@ -445,13 +450,17 @@ def g_map_on_cuda_array_interface_arrays_launches_on_their_stream():
         (_CaiArray(x.buffer, None), y),  # stream None: the framework's stream, which only Python asks for
         (_CaiArray(x.buffer, stream.handle, version=2), y),  # no stream at all
         (_CaiArray(x.buffer, 1), y),  # input and output on different streams
-        (_CaiArray(x.buffer, stream.handle, strides=(8,)), _CaiArray(compute.empty(500, g.f32), stream.handle)),
     ]
     for scale, (a, out) in enumerate(refused, start=2):
         k(a, out=out, scale=scale)
-        want = np.maximum(values[:: 2 if a.strides else 1] * np.float32(scale), 0)
-        np.testing.assert_array_equal(_download(out.buffer), want)
+        np.testing.assert_array_equal(_download(out.buffer), np.maximum(values * np.float32(scale), 0))
     assert len(calls) == len(refused)
+    every_other = _CaiArray(x.buffer, stream.handle, strides=(8,))  # the strided entry: once general, then fast
+    half = _CaiArray(compute.empty(500, g.f32), stream.handle)
+    for scale in (2, 3, 4):
+        k(every_other, out=half, scale=scale)
+        np.testing.assert_array_equal(_download(half.buffer), np.maximum(values[::2] * np.float32(scale), 0))
+    assert len(calls) == len(refused) + 1
     readonly = _CaiArray(y.buffer, stream.handle, readonly=True)
     with pytest.raises(g.ArgumentError, match="read-only"):
         k(x, out=readonly, scale=1)
@@ -574,9 +583,7 @@ def fake_libcuda(cxx, tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def fake_cubin(build_host, kernel_names) -> Path:
     """host_kernels.cpp with the kernel table the fake reads in place of a CUBIN's."""
-    names = ", ".join(f'"{name}"' for name in sorted(kernel_names))
-    table = f'extern "C" {{ __attribute__((visibility("default"))) const char* fake_cuda_kernels[] = {{{names}, 0}}; }}'
-    return build_host(f"{KERNEL_SOURCE.read_text()}\n{table}\n")
+    return build_host(f"{KERNEL_SOURCE.read_text()}\n{fake_kernel_table(sorted(kernel_names))}\n")
 
 
 @dataclass

@@ -1,0 +1,147 @@
+"""Strided and broadcast calls on the C++ fast path: after one call of a layout's dtypes, every
+later call is launched from C++ (the general path is never reached) and gives NumPy's result.
+
+The fast path builds the strided entry's `strides` argument itself; these tests hold it to the
+general path's `_collapsed` on every kind of layout: transposes, slices, negative strides,
+broadcast rows and columns, extent-1 and zero-size dimensions, several inputs at once, and
+outputs that are views themselves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gompute as g
+
+from .kernels import axpy, scale_relu
+
+rng = np.random.default_rng(5)
+
+
+def counting(kernel):
+    """g.map(kernel), and the list of calls that reached its general (Python) path."""
+    k = g.map(kernel)
+    calls = []
+    general = k._general
+
+    def counted(*arrays, **kwargs):
+        calls.append(len(arrays))
+        return general(*arrays, **kwargs)
+
+    k._general = counted
+    return k, calls
+
+
+def relu2(x):
+    return np.maximum(x * np.float32(2), 0).astype(np.float32)
+
+
+base = rng.standard_normal((24, 30)).astype(np.float32)
+VIEWS = {
+    "transpose": base.T,
+    "every other row": base[::2],
+    "every third column": base[:, ::3],
+    "reversed rows": base[::-1],
+    "reversed both": base[::-1, ::-1],
+    "offset block": base[3:17, 5:26],
+    "column": base[:, 7],
+    "3-D transpose": base.reshape(4, 6, 30).transpose(2, 0, 1),
+    "extent-1 dims": base[:, None, ::2][:, :, None],
+    "zero rows": base[:0],
+    "broadcast row": np.broadcast_to(base[0], (5, 30)),
+}
+
+
+@pytest.mark.parametrize("name", VIEWS)
+def test_views_launch_from_the_fast_path(name):
+    view = VIEWS[name]
+    k, calls = counting(scale_relu)
+    np.testing.assert_array_equal(k(view, scale=2), relu2(view))  # teaches the fast path
+    out = np.empty(view.shape, np.float32)
+    for _ in range(2):
+        out[...] = -1
+        assert k(view, out=out, scale=2) is out
+        np.testing.assert_array_equal(out, relu2(view))
+    # Only the first call took the general path (a zero-size one launches nothing to learn from).
+    assert len(calls) == (3 if view.size == 0 else 1)
+
+
+def test_outputs_that_are_views():
+    k, calls = counting(scale_relu)
+    x = rng.standard_normal((10, 12)).astype(np.float32)
+    for _ in range(3):
+        big = np.zeros((12, 20), np.float32)
+        k(x, out=big[:, ::2].T, scale=2)  # a transposed, strided output
+        np.testing.assert_array_equal(big[:, ::2].T, relu2(x))
+        assert not big[:, 1::2].any()  # nothing written between its elements
+    assert len(calls) == 1
+
+
+def test_in_place_on_a_strided_view():
+    k, calls = counting(scale_relu)
+    for _ in range(3):
+        x = rng.standard_normal(40).astype(np.float32)
+        want = x.copy()
+        want[::3] = relu2(x[::3])
+        v = x[::3]
+        assert k(v, out=v, scale=2) is v
+        np.testing.assert_array_equal(x, want)
+    assert len(calls) == 1
+
+
+def test_broadcasting_several_inputs():
+    k, calls = counting(axpy)
+    a = rng.standard_normal((6, 1, 5))
+    x = rng.standard_normal((4, 1))
+    y = rng.standard_normal(5)[::-1]
+    for _ in range(3):
+        got = k(a, x, y)
+        assert got.shape == (6, 4, 5)
+        np.testing.assert_array_equal(got, a * x + y)
+    out = np.empty((6, 4, 5))
+    for _ in range(2):
+        k(a, x, y, out=out)
+        np.testing.assert_array_equal(out, a * x + y)
+    assert len(calls) == 1  # the first call; out= is the same strided signature
+
+
+def test_what_the_fast_path_leaves_to_the_general_one_still_raises():
+    k, calls = counting(scale_relu)
+    x = rng.standard_normal((8, 8)).astype(np.float32)
+    k(x.T, scale=1)
+    k(x.T, out=np.empty((8, 8), np.float32), scale=1)
+    with pytest.raises(g.ArgumentError, match="broadcast"):
+        k(x, out=np.empty((8, 9), np.float32), scale=1)
+    with pytest.raises(g.ArgumentError, match="overlaps"):
+        k(x.T, out=x, scale=1)  # the output is the input read another way
+    nine = np.ones((2,) * 9, np.float32).T  # nine dimensions that do not merge
+    with pytest.raises(g.ArgumentError, match="dimensions"):
+        k(nine, scale=1)
+    packed = np.zeros(6, dtype=[("a", np.float32), ("b", np.uint8)])["a"]  # strides of 5 bytes
+    with pytest.raises(g.ArgumentError, match="whole"):
+        k(packed, scale=1)
+    assert len(calls) == 5  # all but the second call, which the first taught
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    shape=st.lists(st.integers(0, 5), min_size=1, max_size=4),
+    data=st.data(),
+)
+def test_any_view_matches_numpy(shape, data):
+    """A random view of a random array, its dims sliced with random steps (negative too) and
+    permuted, against NumPy, on the fast path's second call."""
+    full = rng.standard_normal([e * 2 + 1 for e in shape]).astype(np.float32)
+    slices = tuple(
+        slice(None, None, data.draw(st.sampled_from([1, 2, -1, -2]), label=f"step {d}")) for d in range(len(shape))
+    )
+    view = full[slices]
+    view = view.transpose(data.draw(st.permutations(range(view.ndim)), label="order"))
+    k = g.map(scale_relu)
+    k(view, out=np.empty(view.shape, np.float32), scale=2)
+    out = np.full(view.shape, np.nan, np.float32)
+    k(view, out=out, scale=2)
+    np.testing.assert_array_equal(out, relu2(view))
