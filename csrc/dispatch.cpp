@@ -541,7 +541,8 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   signature[arity_] = o.format();
   signature[arity_ + 1] = kind;
   const Launch* found = find(signature, size_t(arity_) + 2, o);
-  if (!found) return py::object();
+  if (!found || !found->kernel->context()->alive()) return py::object();  // shut down since: the general
+                                                                           // path binds it again
   for (int i = 0; i < arity_; ++i)  // a Buffer of an earlier runtime (shut down since): the general path
     if (inputs[i].context() && inputs[i].context() != found->kernel->context()) return py::object();
   if (o.context() && o.context() != found->kernel->context()) return py::object();

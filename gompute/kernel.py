@@ -99,8 +99,9 @@ class AutoKernel(_core.FastMap):
 
     def bound(self, backend: Backend, ordinal: int) -> Kernel:
         found = self._bound.get((backend, ordinal))
-        if found is None:
+        if found is None or not found.compute._live().alive:  # none yet, or its runtime was shut down
             found = self._bound[(backend, ordinal)] = Kernel(self.kernel, backend, ordinal)
+            self._learned = {key for key in self._learned if key[3:] != (backend, ordinal)}
         return found
 
     def _general(self, *arrays, out=None, stream=None, **params):

@@ -169,23 +169,31 @@ def test_call_slot_is_an_ordinary_call(warm):
     assert warm(x, stream=None, scale=2).shape == x.shape  # stream=None is no stream
 
 
-def test_a_failing_cached_launch_raises_its_gompute_error():
-    # After shutdown the cached kernel's runtime is gone: the launch the fast path makes
-    # raises InvalidHandle, translated from C++ like any other. In a child process, since
-    # shutdown ends every host handle of the process.
+def test_g_map_binds_again_after_shutdown():
+    # shutdown() ends every handle of the runtime; a g.map is not one: its next call, on
+    # either path, binds to the new runtime. In a child process, since shutdown ends every
+    # host handle of the process.
     script = """
 import numpy as np, gompute as g
 from tests.map.kernels import scale_relu
 k = g.map(scale_relu)
 x = np.ones(4, np.float32)
 k(x, out=x, scale=1)
+k(x, out=x, scale=1)
+bound = g.Kernel(scale_relu, g.Backend.host)
 g.runtime.shutdown()
+calls, general = [], k._general
+k._general = lambda *a, **kw: (calls.append(1), general(*a, **kw))[1]
+for scale in (2, 3, 1):
+    k(x, out=x, scale=scale)
+print("after", x.tolist(), "general calls", len(calls))
 try:
-    k(x, out=x, scale=2)
+    bound(x, out=x, scale=1)
 except g.InvalidHandle as e:
     print("InvalidHandle:", e)
 """
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "InvalidHandle: " in done.stdout and "shut down" in done.stdout
+    assert "after [6.0, 6.0, 6.0, 6.0] general calls 1" in done.stdout  # then the fast path again
+    assert "InvalidHandle: " in done.stdout and "shut down" in done.stdout  # g.Kernel is a handle
