@@ -402,13 +402,9 @@ FastMap::FastMap(int arity, uint32_t block_size, std::vector<ParamField> fields,
     : arity_(arity), block_size_(block_size), fields_(std::move(fields)), params_size_(params_size),
       has_params_(has_params) {
   for (ParamField& f : fields_) f.key = py::reinterpret_steal<py::object>(PyUnicode_InternFromString(f.name.c_str()));
-  py::module_ np = py::module_::import("numpy");
-  ndarray_ = np.attr("ndarray");
-  empty_ = np.attr("empty");
 }
 
-void FastMap::remember(const std::string& inputs, char out, const std::string& kind, const Kernel& kernel,
-                       py::object dtype) {
+void FastMap::remember(const std::string& inputs, char out, const std::string& kind, const Kernel& kernel) {
   const Context* ctx = kernel.context();
   if (!ctx) return;
   if (kind != "inplace" && kind != "map" && kind != "strided")
@@ -421,11 +417,17 @@ void FastMap::remember(const std::string& inputs, char out, const std::string& k
     *it = std::move(entry);  // a call in flight holds its own reference to the old kernel
   else
     launches_.push_back(std::move(entry));
-  auto found = std::find_if(out_types_.begin(), out_types_.end(), [&](const OutType& o) { return o.inputs == inputs; });
-  if (found != out_types_.end())
-    found->dtype = std::move(dtype);
+}
+
+void FastMap::remember_output(const std::string& inputs, py::object type, py::object make, py::tuple args,
+                              py::object kwargs) {
+  if (!kwargs.is_none() && !PyDict_Check(kwargs.ptr())) throw py::type_error("remember_output: kwargs is a dict or None");
+  Maker maker{inputs, std::move(type), std::move(make), std::move(args), std::move(kwargs)};
+  auto same = [&](const Maker& m) { return m.inputs == maker.inputs && m.type.is(maker.type); };
+  if (auto it = std::find_if(makers_.begin(), makers_.end(), same); it != makers_.end())
+    *it = std::move(maker);
   else
-    out_types_.push_back({inputs, std::move(dtype)});
+    makers_.push_back(std::move(maker));
 }
 
 bool FastMap::pack_params(PyObject* kwargs, Py_ssize_t other_keys, char* out) const {
@@ -451,14 +453,23 @@ const FastMap::Launch* FastMap::find(const char* signature, size_t size, const V
   return nullptr;
 }
 
-// A new NumPy array of `shape` with the dtype the general path chose for these inputs;
-// null when it has not seen them yet.
-py::object FastMap::new_output(const int64_t* shape, int ndim, const char* signature, size_t size) const {
-  for (const OutType& o : out_types_) {
-    if (o.inputs.size() != size || std::memcmp(o.inputs.data(), signature, size) != 0) continue;
+// A new array of `shape` made as the general path made one for these inputs, with a first
+// array of `first`'s type; null when it has not made one yet.
+py::object FastMap::new_output(PyObject* first, const int64_t* shape, int ndim, const char* signature,
+                               size_t size) const {
+  for (const Maker& m : makers_) {
+    if (m.type.ptr() != reinterpret_cast<PyObject*>(Py_TYPE(first)) || m.inputs.size() != size ||
+        std::memcmp(m.inputs.data(), signature, size) != 0)
+      continue;
     py::tuple extents(ndim);
     for (int d = 0; d < ndim; ++d) extents[d] = py::int_(shape[d]);
-    return empty_(extents, o.dtype);
+    const Py_ssize_t extra = PyTuple_GET_SIZE(m.args.ptr());
+    py::tuple call_args(1 + extra);
+    call_args[0] = std::move(extents);
+    for (Py_ssize_t i = 0; i < extra; ++i) call_args[i + 1] = m.args[i];
+    PyObject* made = PyObject_Call(m.make.ptr(), call_args.ptr(), m.kwargs.is_none() ? nullptr : m.kwargs.ptr());
+    if (!made) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(made);
   }
   return py::object();
 }
@@ -513,14 +524,13 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   int ndim;
   int64_t shape[View::kMaxDims];
   if (!broadcast(inputs, arity_, ndim, shape)) return py::object();  // the general path says why
-  // The output: given (writable, of the broadcast shape, not partly over an input), or a
-  // new NumPy array.
+  // The output: given (writable, of the broadcast shape, not partly over an input), or new
+  // and of the first array's library. A new one that lands elsewhere (CuPy's current device
+  // is not the arrays') fails the checks below like any other output.
   py::object result;
   if (!out || out == Py_None) {
-    if (!PyObject_TypeCheck(PyTuple_GET_ITEM(args, 0), reinterpret_cast<PyTypeObject*>(ndarray_.ptr())))
-      return py::object();
-    result = new_output(shape, ndim, signature, size_t(arity_));  // null until the general path has seen them
-    if (!result) return py::object();
+    result = new_output(PyTuple_GET_ITEM(args, 0), shape, ndim, signature, size_t(arity_));
+    if (!result) return py::object();  // the general path has not made one for these yet
   } else {
     result = py::reinterpret_borrow<py::object>(out);
   }

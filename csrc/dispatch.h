@@ -36,10 +36,12 @@ class FastMap {
 
   // Remembers the kernel for a call signature on the kernel's device: the input format
   // characters, the output's, and the entry kind ("inplace": the single input is the
-  // output; "map": inputs then output; "strided"), and the NumPy dtype a new host output
-  // of those inputs gets.
-  void remember(const std::string& inputs, char out, const std::string& kind, const Kernel& kernel,
-                pybind11::object dtype);
+  // output; "map": inputs then output; "strided").
+  void remember(const std::string& inputs, char out, const std::string& kind, const Kernel& kernel);
+  // Remembers how a call of these inputs with no `out=`, its first array of `type`, makes
+  // its result: `make(shape, *args, **kwargs)`, a new array of that library.
+  void remember_output(const std::string& inputs, pybind11::object type, pybind11::object make,
+                       pybind11::tuple args, pybind11::object kwargs);
 
   // `self(*args, out=None, stream=None, **params)` when this cache takes the call: its
   // result. A null object when it does not (the caller then takes the general path).
@@ -52,15 +54,19 @@ class FastMap {
     int ordinal;
     std::shared_ptr<Kernel> kernel;
   };
-  struct OutType {
+  struct Maker {
     std::string inputs;
-    pybind11::object dtype;
+    pybind11::object type;  // of the first array
+    pybind11::object make;
+    pybind11::tuple args;     // after the shape
+    pybind11::object kwargs;  // a dict, or None
   };
 
   bool pack_params(PyObject* kwargs, Py_ssize_t other_keys, char* out) const;
   const Launch* find(const char* signature, size_t size, const View& where) const;
   bool same_place(const View* inputs, const View& out) const;
-  pybind11::object new_output(const int64_t* shape, int ndim, const char* signature, size_t size) const;
+  pybind11::object new_output(PyObject* first, const int64_t* shape, int ndim, const char* signature,
+                              size_t size) const;
   bool pack_strides(const View* inputs, const View& out, const int64_t* shape, int ndim, std::string& packed) const;
   void launch(const Launch& found, const View* inputs, const View& out, uint64_t n, bool inplace, const char* params,
               std::string& strides);
@@ -70,9 +76,8 @@ class FastMap {
   std::vector<ParamField> fields_;
   size_t params_size_;
   bool has_params_;
-  pybind11::object ndarray_, empty_;
   std::vector<Launch> launches_;  // a handful per g.map: a linear scan beats hashing
-  std::vector<OutType> out_types_;
+  std::vector<Maker> makers_;
 };
 
 }  // namespace gompute

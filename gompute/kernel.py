@@ -8,6 +8,9 @@ given. `g.Kernel(k, backend, ordinal)` is the same call bound to one device.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _core, abi, types
@@ -101,23 +104,26 @@ class AutoKernel(_core.FastMap):
         found = self._bound.get((backend, ordinal))
         if found is None or not found.compute._live().alive:  # none yet, or its runtime was shut down
             found = self._bound[(backend, ordinal)] = Kernel(self.kernel, backend, ordinal)
-            self._learned = {key for key in self._learned if key[3:] != (backend, ordinal)}
+            self._learned = {key for key in self._learned if key[-2:] != (backend, ordinal)}
         return found
 
     def _general(self, *arrays, out=None, stream=None, **params):
         return _Call(None, arrays, out, stream, params, auto=self).run()
 
-    def learn(self, inputs, out: _core.Buffer, kind: str, core: _core.Kernel) -> None:
-        """Lets the C++ path take later calls like this one (same dtypes, entry kind, device)."""
+    def learn(self, inputs, out: _core.Buffer, kind: str, core: _core.Kernel, first, make) -> None:
+        """Lets the C++ path take later calls like this one (same dtypes, entry kind, device),
+        and, when this call made its output with `make(shape)`, make theirs the same way for a
+        first array of `first`'s type (a `_Maker`)."""
         if any(b.dtype not in _FORMATS for b in (*inputs, out)):
             return  # bf16 has no buffer-protocol format: the C++ path can't name it
         signature = "".join(_FORMATS[b.dtype] for b in inputs)
         key = (signature, _FORMATS[out.dtype], kind, out.backend, out.device)
-        if key in self._learned:  # calls the C++ path can't take come back here every time
-            return
-        default_out = self.kernel.variant(tuple(b.dtype for b in inputs)).out_type
-        self.remember(signature, key[1], kind, core, default_out.dtype)
-        self._learned.add(key)
+        if key not in self._learned:  # calls the C++ path can't take come back here every time
+            self.remember(signature, key[1], kind, core)
+            self._learned.add(key)
+        if make is not None and (signature, type(first), out.backend, out.device) not in self._learned:
+            self.remember_output(signature, type(first), make.fn, make.args, make.kwargs)
+            self._learned.add((signature, type(first), out.backend, out.device))
 
     def __repr__(self) -> str:
         return f"<g.map {self.kernel.name}>"
@@ -147,6 +153,7 @@ class _Call:
         )
         self.kernel = (bound or auto).kernel
         self.finish = _same
+        self.make = None  # how this call made its result, when it made one that is returned as is
 
     def run(self):
         k = self.kernel
@@ -224,7 +231,10 @@ class _Call:
                 )
             _check_overlap(self.kernel.name, inputs, out)
             return self.out, out
-        result, self.finish = _empty_like(self.arrays[0], bound, shape, out_type)
+        make, self.finish = _output_maker(self.arrays[0], bound, out_type)
+        result = make(shape)
+        if self.finish is _same:  # the C++ path may make later results the same way
+            self.make = make
         return result, asbuffer(result)
 
     # -- launch -------------------------------------------------------------------------
@@ -268,7 +278,7 @@ class _Call:
         if not host:
             out.stream = stream
         if self.auto is not None:
-            self.auto.learn(inputs, out, kind, core)
+            self.auto.learn(inputs, out, kind, core, self.arrays[0], self.make)
 
 
 # Buffer-protocol formats of the types the fast path reads (bf16 has none).
@@ -383,30 +393,46 @@ def _framework_stream(array) -> int | None:
     return None
 
 
-def _empty_like(array, bound: Kernel, shape, dtype):
-    """A new array of `array`'s own library (NumPy, PyTorch, CuPy, ...) on the call's device:
-    (the array, a function turning it into what the call returns).
+class _Maker(NamedTuple):
+    """`fn(shape, *args, **kwargs)`: how a call with no `out=` makes its result (the C++
+    path calls it the same way, so NumPy's dtype goes positionally, the quickest)."""
+
+    fn: Callable
+    args: tuple = ()
+    kwargs: dict | None = None
+
+    def __call__(self, shape):
+        return self.fn(shape, *self.args, **(self.kwargs or {}))
+
+
+def _output_maker(array, bound: Kernel, dtype) -> tuple[_Maker, Callable]:
+    """How a call with no `out=` makes its result: `(make, finish)`, where `make(shape)` is a
+    new array of `array`'s own library (NumPy, PyTorch, CuPy, ...) on the call's device and
+    `finish` turns it into what the call returns.
 
     JAX arrays are immutable: the result is a gompute Buffer handed back through DLPack.
     gompute Buffers, and arrays with no array namespace, give a Buffer (NumPy on host).
     """
+    on_device = _Maker(bound.compute.empty, (dtype,))
     if isinstance(array, _core.Buffer):
-        return bound.compute.empty(shape, dtype), _same
+        return on_device, _same
     module = type(array).__module__.split(".")[0]
     if module in ("jax", "jaxlib"):
         import jax.numpy as jnp
 
-        return bound.compute.empty(shape, dtype), jnp.from_dlpack
+        return on_device, jnp.from_dlpack
+    if isinstance(array, np.ndarray) and bound.backend is Backend.host:
+        return _Maker(np.empty, (np.dtype(dtype.dtype),)), _same
     try:
         import array_api_compat
 
         xp = array_api_compat.array_namespace(array)
     except (ImportError, TypeError):
         if bound.backend is Backend.host:
-            return np.empty(shape, dtype.dtype), _same
-        return bound.compute.empty(shape, dtype), _same
+            return _Maker(np.empty, (np.dtype(dtype.dtype),)), _same
+        return on_device, _same
     name = "bool" if dtype.name == "bool_" else "bfloat16" if dtype.dtype is None else np.dtype(dtype.dtype).name
-    return xp.empty(shape, dtype=getattr(xp, name), device=array_api_compat.device(array)), _same
+    return _Maker(xp.empty, (), {"dtype": getattr(xp, name), "device": array_api_compat.device(array)}), _same
 
 
 def _same(x):

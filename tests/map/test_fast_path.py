@@ -197,3 +197,32 @@ except g.InvalidHandle as e:
     assert done.returncode == 0, done.stderr
     assert "after [6.0, 6.0, 6.0, 6.0] general calls 1" in done.stdout  # then the fast path again
     assert "InvalidHandle: " in done.stdout and "shut down" in done.stdout  # g.Kernel is a handle
+
+
+def test_new_outputs_are_made_by_the_first_arrays_library_in_cpp():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    k = g.map(scale_relu)
+    calls = []
+    general = k._general
+    k._general = lambda *a, **kw: (calls.append(type(a[0]).__name__), general(*a, **kw))[1]
+    x = rng.standard_normal((30, 7)).astype(np.float32)
+    t = torch.from_numpy(x.copy())
+    host = g.runtime.host.Compute.init()
+    buf = host.empty(x.shape, g.f32)
+    np.asarray(buf)[...] = x
+    for _ in range(3):
+        y = k(x, scale=2)
+        assert isinstance(y, np.ndarray) and y.dtype == np.float32
+        np.testing.assert_array_equal(y, expected(x, 2))
+        u = k(t, scale=2)
+        assert isinstance(u, torch.Tensor) and u.dtype == torch.float32 and tuple(u.shape) == x.shape
+        np.testing.assert_array_equal(u.numpy(), expected(x, 2))
+        b = k(buf, scale=2)
+        assert isinstance(b, g.Buffer) and tuple(b.shape) == x.shape
+        np.testing.assert_array_equal(np.asarray(b), expected(x, 2))
+        assert b is not buf and np.asarray(b) is not np.asarray(buf)
+    assert calls == ["ndarray", "Tensor", "Buffer"]  # each library's first call only
+    v = k(t.T, scale=3)  # strided in, a new C-contiguous tensor out, once general then in C++
+    v = k(t.T, scale=3)
+    np.testing.assert_array_equal(v.numpy(), expected(x.T, 3))
+    assert v.is_contiguous() and len(calls) == 4

@@ -429,6 +429,11 @@ def g_map_on_buffers_launches_from_the_fast_path_after_one_call():
     k(x, out=y, scale=1)  # now both are on `stream`: the fast path, on it
     assert len(calls) == 1
     x.stream = y.stream = None
+    made = [k(x, scale=4) for _ in range(3)]  # new Buffers on the device: once general, then in C++
+    assert len(calls) == 2 and len({b.device_addr() for b in made}) == 3
+    for b in made:
+        assert b.backend is g.Backend.cuda and tuple(b.shape) == values.shape
+        np.testing.assert_array_equal(_download(b), np.maximum(values * 4, 0))
 
 
 @scenario("map")
