@@ -467,7 +467,9 @@ py::object FastMap::new_output(PyObject* first, const int64_t* shape, int ndim, 
     py::tuple call_args(1 + extra);
     call_args[0] = std::move(extents);
     for (Py_ssize_t i = 0; i < extra; ++i) call_args[i + 1] = m.args[i];
-    PyObject* made = PyObject_Call(m.make.ptr(), call_args.ptr(), m.kwargs.is_none() ? nullptr : m.kwargs.ptr());
+    // Our own references: the call runs Python, which may remember_output() over this entry.
+    const py::object make = m.make, kwargs = m.kwargs;
+    PyObject* made = PyObject_Call(make.ptr(), call_args.ptr(), kwargs.is_none() ? nullptr : kwargs.ptr());
     if (!made) throw py::error_already_set();
     return py::reinterpret_steal<py::object>(made);
   }
