@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import gompute as g
+from tests.fakes import images
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_SOURCE = REPO / "tests" / "fakes" / "fake_libcuda.cpp"
@@ -41,7 +42,6 @@ class Batch:
 
 BATCHES = {
     "main": Batch(),
-    "map": Batch(),  # g.map on the fake device, its kernels compiled for the host (see _map_on_the_fake)
     "fault": Batch(env={"FAKE_CUDA_CC": "8.6"}),  # a kernel fault is sticky: a process of its own
     "init_error": Batch(env={"FAKE_CUDA_INIT_ERROR": "100"}),
     "no_device": Batch(env={"FAKE_CUDA_DEVICES": "0"}),
@@ -63,12 +63,6 @@ def scenario(batch: str):
 
 class Scale(g.Params):
     scale: g.f32
-
-
-def fake_kernel_table(names) -> str:
-    """The C++ of the kernel table the fake reads from a host shared object, as from a CUBIN."""
-    listed = ", ".join(f'"{name}"' for name in names)
-    return f'extern "C" {{ __attribute__((visibility("default"))) const char* fake_cuda_kernels[] = {{{listed}, 0}}; }}'
 
 
 def _cuda() -> g.runtime.cuda.Compute:
@@ -335,142 +329,6 @@ def shutdown_invalidates_old_handles_and_init_works_again():
     np.testing.assert_array_equal(out, np.maximum(-np.arange(16, dtype=np.float32), 0))
 
 
-# ---- map: g.map on the fake device and its C++ fast path ------------------------------------
-
-
-@g.map_kernel
-def scale_relu_map(x: g.f32, p: Scale) -> g.f32:
-    y = x * p.scale
-    return y if y > 0 else g.f32(0)
-
-
-def _map_on_the_fake() -> None:
-    """g.map compiles for CUDA with NVRTC, which the fake cannot run: have it compile each
-    module for the host instead, with the kernel table the fake reads in place of a CUBIN's."""
-    from gompute import kernel as bound
-    from gompute.compile import build_image
-    from gompute.lang import kernel as lang
-
-    if getattr(lang.MapKernel.image_of, "fake", False):
-        return
-    host_image_of = lang.MapKernel.image_of
-
-    def image_of(self, spec, backend, arch=None):
-        if lang.backend_name(backend) != "cuda":
-            return host_image_of(self, spec, backend, arch)
-        entries = tuple(spec.entry_points())
-        table = fake_kernel_table(e.symbol for e in entries)
-        data, _, _ = build_image("host", f"{lang.module_source([spec], 'host')}\n{table}\n", None, spec.name)
-        return lang.Image(data, "cubin", "cuda", arch, entries, None)
-
-    image_of.fake = True
-    lang.MapKernel.image_of = image_of
-    bound._target_arch = lambda compute: None if compute.backend is g.Backend.host else "sm_90"
-
-
-def _counting_general(k):
-    """Counts the calls that reach `k`'s Python path."""
-    calls = []
-    general = k._general
-
-    def counted(*arrays, **kwargs):
-        calls.append(arrays)
-        return general(*arrays, **kwargs)
-
-    k._general = counted
-    return calls
-
-
-def _filled(compute, values: np.ndarray):
-    buf = compute.empty(values.shape, g.f32)
-    buf.upload(values)
-    return buf
-
-
-class _CaiArray:
-    """A CuPy-like array over fake device memory: its __cuda_array_interface__ and device."""
-
-    def __init__(self, buffer, stream, version=3, strides=None, readonly=False):
-        self.buffer, self.stream, self.version, self.strides, self.readonly = buffer, stream, version, strides, readonly
-        self.shape = tuple(buffer.shape) if strides is None else (buffer.shape[0] * 4 // strides[0],)
-        self.device = type("Device", (), {"id": 0})()
-
-    @property
-    def __cuda_array_interface__(self):
-        cai = {"shape": self.shape, "typestr": "<f4", "data": (self.buffer.data_addr(), self.readonly)}
-        cai.update(version=self.version, strides=self.strides)
-        if self.version >= 3:
-            cai["stream"] = self.stream
-        return cai
-
-
-@scenario("map")
-def g_map_on_buffers_launches_from_the_fast_path_after_one_call():
-    _map_on_the_fake()
-    values = np.linspace(-2, 2, 3000, dtype=np.float32)
-    compute = _cuda()
-    k = g.map(scale_relu_map)
-    x, y = _filled(compute, values), compute.empty(values.shape, g.f32)
-    assert k(x, out=y, scale=2) is y  # the general path, which teaches the fast one
-    assert k(y, out=y, scale=1) is y  # ... and in place
-    calls = _counting_general(k)
-    before = g.runtime.stats()["launches"]
-    for scale in (3, 0.5):
-        assert k(x, out=y, scale=scale) is y
-        np.testing.assert_array_equal(_download(y), np.maximum(values * np.float32(scale), 0))
-    assert k(y, out=y, scale=2) is y
-    np.testing.assert_array_equal(_download(y), np.maximum(values * np.float32(0.5), 0) * 2)
-    assert calls == [] and g.runtime.stats()["launches"] == before + 3
-    stream = compute.create_stream()  # a Buffer on another stream than the output's: the general path
-    x.stream = stream
-    k(x, out=y, scale=1)
-    assert len(calls) == 1 and y.stream.handle == stream.handle
-    np.testing.assert_array_equal(_download(y), np.maximum(values, 0))
-    k(x, out=y, scale=1)  # now both are on `stream`: the fast path, on it
-    assert len(calls) == 1
-    x.stream = y.stream = None
-    made = [k(x, scale=4) for _ in range(3)]  # new Buffers on the device: once general, then in C++
-    assert len(calls) == 2 and len({b.device_addr() for b in made}) == 3
-    for b in made:
-        assert b.backend is g.Backend.cuda and tuple(b.shape) == values.shape
-        np.testing.assert_array_equal(_download(b), np.maximum(values * 4, 0))
-
-
-@scenario("map")
-def g_map_on_cuda_array_interface_arrays_launches_on_their_stream():
-    _map_on_the_fake()
-    values = np.linspace(-2, 2, 1000, dtype=np.float32)
-    compute = _cuda()
-    k = g.map(scale_relu_map)
-    stream = compute.create_stream()
-    x, y = (_CaiArray(b, stream.handle) for b in (_filled(compute, values), compute.empty(values.shape, g.f32)))
-    assert k(x, out=y, scale=2) is y
-    calls = _counting_general(k)
-    for scale in (3, 0.25):
-        assert k(x, out=y, scale=scale) is y
-        np.testing.assert_array_equal(_download(y.buffer), np.maximum(values * np.float32(scale), 0))
-    assert calls == []
-    # What the fast path leaves to the general one, which still computes the right thing.
-    refused = [
-        (_CaiArray(x.buffer, None), y),  # stream None: the framework's stream, which only Python asks for
-        (_CaiArray(x.buffer, stream.handle, version=2), y),  # no stream at all
-        (_CaiArray(x.buffer, 1), y),  # input and output on different streams
-    ]
-    for scale, (a, out) in enumerate(refused, start=2):
-        k(a, out=out, scale=scale)
-        np.testing.assert_array_equal(_download(out.buffer), np.maximum(values * np.float32(scale), 0))
-    assert len(calls) == len(refused)
-    every_other = _CaiArray(x.buffer, stream.handle, strides=(8,))  # the strided entry: once general, then fast
-    half = _CaiArray(compute.empty(500, g.f32), stream.handle)
-    for scale in (2, 3, 4):
-        k(every_other, out=half, scale=scale)
-        np.testing.assert_array_equal(_download(half.buffer), np.maximum(values[::2] * np.float32(scale), 0))
-    assert len(calls) == len(refused) + 1
-    readonly = _CaiArray(y.buffer, stream.handle, readonly=True)
-    with pytest.raises(g.ArgumentError, match="read-only"):
-        k(x, out=readonly, scale=1)
-
-
 # ---- fault: a kernel trap poisons the process, as on a GPU --------------------------------------
 
 
@@ -588,7 +446,7 @@ def fake_libcuda(cxx, tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def fake_cubin(build_host, kernel_names) -> Path:
     """host_kernels.cpp with the kernel table the fake reads in place of a CUBIN's."""
-    return build_host(f"{KERNEL_SOURCE.read_text()}\n{fake_kernel_table(sorted(kernel_names))}\n")
+    return build_host(f"{KERNEL_SOURCE.read_text()}\n{images.kernel_table(sorted(kernel_names))}\n")
 
 
 @dataclass
