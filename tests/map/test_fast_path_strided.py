@@ -16,23 +16,10 @@ from hypothesis import strategies as st
 
 import gompute as g
 
+from .calls import counting
 from .kernels import axpy, scale_relu
 
 rng = np.random.default_rng(5)
-
-
-def counting(kernel):
-    """g.map(kernel), and the list of calls that reached its general (Python) path."""
-    k = g.map(kernel)
-    calls = []
-    general = k._general
-
-    def counted(*arrays, **kwargs):
-        calls.append(len(arrays))
-        return general(*arrays, **kwargs)
-
-    k._general = counted
-    return k, calls
 
 
 def relu2(x):

@@ -16,6 +16,7 @@ import gompute as g
 from tests.conftest import open_compute
 from tests.fakes import images
 
+from .calls import counting
 from .kernels import axpy, scale_relu
 
 values = np.linspace(-2, 2, 3000, dtype=np.float32)
@@ -30,20 +31,6 @@ def cuda():
     else:
         yield compute
     compute.synchronize()
-
-
-def counting(kernel):
-    """g.map(kernel), and the list of calls that reached its general (Python) path."""
-    k = g.map(kernel)
-    calls = []
-    general = k._general
-
-    def counted(*arrays, **kwargs):
-        calls.append(len(arrays))
-        return general(*arrays, **kwargs)
-
-    k._general = counted
-    return k, calls
 
 
 def filled(compute, host: np.ndarray):
