@@ -411,7 +411,8 @@ def _output_maker(array, bound: Kernel, dtype) -> tuple[_Maker, Callable]:
     `finish` turns it into what the call returns.
 
     JAX arrays are immutable: the result is a gompute Buffer handed back through DLPack.
-    gompute Buffers, and arrays with no array namespace, give a Buffer (NumPy on host).
+    gompute Buffers, arrays with no array namespace, and results of a dtype the library
+    lacks (bf16 for NumPy) give a Buffer (NumPy on host, where it has the dtype).
     """
     on_device = _Maker(bound.compute.empty, (dtype,))
     if isinstance(array, _core.Buffer):
@@ -421,17 +422,18 @@ def _output_maker(array, bound: Kernel, dtype) -> tuple[_Maker, Callable]:
         import jax.numpy as jnp
 
         return on_device, jnp.from_dlpack
+    numpy_out = _Maker(np.empty, (np.dtype(dtype.dtype),)) if dtype.dtype is not None else on_device
     if isinstance(array, np.ndarray) and bound.backend is Backend.host:
-        return _Maker(np.empty, (np.dtype(dtype.dtype),)), _same
+        return numpy_out, _same
     try:
         import array_api_compat
 
         xp = array_api_compat.array_namespace(array)
     except (ImportError, TypeError):
-        if bound.backend is Backend.host:
-            return _Maker(np.empty, (np.dtype(dtype.dtype),)), _same
-        return on_device, _same
+        return numpy_out if bound.backend is Backend.host else on_device, _same
     name = "bool" if dtype.name == "bool_" else "bfloat16" if dtype.dtype is None else np.dtype(dtype.dtype).name
+    if not hasattr(xp, name):
+        return on_device, _same
     return _Maker(xp.empty, (), {"dtype": getattr(xp, name), "device": array_api_compat.device(array)}), _same
 
 

@@ -40,3 +40,8 @@ class HalfParams(g.Params):
 @g.map_kernel
 def scale_half(x: g.f16, p: HalfParams) -> g.f16:
     return x * p.scale
+
+
+@g.map_kernel
+def to_bf16(x: g.f32) -> g.bf16:
+    return g.bf16(x)

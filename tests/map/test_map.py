@@ -7,7 +7,7 @@ import pytest
 
 import gompute as g
 
-from .kernels import add, axpy, double, is_positive, scale_relu
+from .kernels import add, axpy, double, is_positive, scale_relu, to_bf16
 
 rng = np.random.default_rng(7)
 
@@ -228,6 +228,25 @@ def test_untyped_buffers_map_as_bytes():
 
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+
+
+def test_a_result_numpy_has_no_dtype_for_is_a_buffer():
+    # NumPy has no bfloat16: the result of a bf16 kernel on NumPy arrays is a host Buffer,
+    # never a NumPy array of some other dtype.
+    x = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+    for _ in range(2):  # the second call is the fast path's to refuse (it names no bf16)
+        y = g.map(to_bf16)(x)
+        assert isinstance(y, g.Buffer) and y.dtype is g.bf16 and tuple(y.shape) == (4,)
+        bits = np.asarray(y.view(g.u16, 4))
+        np.testing.assert_array_equal(bits, (x.view(np.uint32) >> 16).astype(np.uint16))  # exact in bf16
+
+
+def test_a_bf16_result_of_torch_is_a_bf16_tensor():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    t = torch.tensor([1.0, -2.0, 0.5, 3.0])
+    y = g.map(to_bf16)(t)
+    assert isinstance(y, torch.Tensor) and y.dtype == torch.bfloat16
+    assert torch.equal(y, t.to(torch.bfloat16))
 
 
 def test_map_on_torch_returns_a_tensor():
