@@ -256,7 +256,7 @@ PYBIND11_MODULE(_core, m) {
         py::arg("bits"), py::arg("shape"), py::arg("strides"), py::arg("readonly"), py::arg("owner"), py::arg("what"),
         "Someone else's array as a Buffer; `owner` is kept alive with it.");
   py::class_<FastMap>(m, "FastMap", py::custom_type_setup([](PyHeapTypeObject* type) { type->ht_type.tp_call = fast_map_call; }),
-                      "g.map's cache of launches for contiguous host arrays (see dispatch.cpp). Calling it, "
+                      "g.map's cache of launches (see dispatch.cpp). Calling it, "
                       "(*arrays, out=None, stream=None, **params), launches from the cache when it takes the call, "
                       "else returns self._general(*arrays, **kwargs).")
       .def(py::init([](int arity, uint32_t block_size, const std::vector<std::tuple<std::string, size_t, char, int>>& fields,
