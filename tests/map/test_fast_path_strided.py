@@ -127,8 +127,47 @@ def test_any_view_matches_numpy(shape, data):
     )
     view = full[slices]
     view = view.transpose(data.draw(st.permutations(range(view.ndim)), label="order"))
-    k = g.map(scale_relu)
+    k, calls = counting(scale_relu)
     k(view, out=np.empty(view.shape, np.float32), scale=2)
     out = np.full(view.shape, np.nan, np.float32)
     k(view, out=out, scale=2)
     np.testing.assert_array_equal(out, relu2(view))
+    assert len(calls) == (1 if view.size else 2)
+
+
+def _random_view(data, shape, label):
+    """A view with extents `shape` of a fresh array: each dim sliced by a random step (negative
+    too) out of a larger one, or else a C-order copy of a random permutation of the dims put
+    back by a transpose; either way strides that are anything but C order."""
+    if data.draw(st.booleans(), label=f"{label} permuted"):
+        order = data.draw(st.permutations(range(len(shape))), label=f"{label} order")
+        stored = np.asarray(rng.standard_normal([shape[d] for d in order]))
+        return stored.transpose(tuple(int(i) for i in np.argsort(order)))
+    steps = [data.draw(st.sampled_from([1, 2, -1, -3]), label=f"{label} step {d}") for d in range(len(shape))]
+    full = np.asarray(rng.standard_normal([e * abs(s) + 1 for e, s in zip(shape, steps)]))
+    view = full[(*(slice(None, None, s) for s in steps), ...)]  # `...`: a 0-d view stays an array
+    return view[(*(slice(0, e) for e in shape), ...)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    shape=st.lists(st.integers(0, 4), min_size=1, max_size=4),
+    data=st.data(),
+)
+def test_any_broadcast_of_views_matches_numpy(shape, data):
+    """Three inputs, each a random view of `shape` with some dims set to 1 and some leading
+    dims dropped, broadcast together into a random view as the output, on the fast path's
+    second call."""
+    views = []
+    for name in "axy":
+        dims = [1 if data.draw(st.booleans(), label=f"{name} broadcast {d}") else e for d, e in enumerate(shape)]
+        dims = dims[data.draw(st.integers(0, len(dims)), label=f"{name} drop") :]
+        views.append(_random_view(data, dims, name))
+    out = _random_view(data, np.broadcast_shapes(*(v.shape for v in views)), "out")
+    k, calls = counting(axpy)
+    want = views[0] * views[1] + views[2]
+    k(*views, out=out)
+    out[...] = np.nan
+    k(*views, out=out)
+    np.testing.assert_array_equal(out, want)
+    assert len(calls) == (1 if out.size else 2)  # a zero-size call launches nothing to learn from
