@@ -130,13 +130,22 @@ class AutoKernel(_core.FastMap):
 
 
 def map(kernel: MapKernel) -> AutoKernel:  # noqa: A001 - the library's verb
-    """`g.map(k)(*arrays, out=None, stream=None, **params)`: run `k` on arrays of any framework."""
-    return AutoKernel(kernel)
+    """`g.map(k)(*arrays, out=None, stream=None, **params)`: run `k` on arrays of any framework.
+
+    One AutoKernel per kernel, kept on it: `g.map(k)(x)` written inline in a loop costs what a
+    saved `g.map(k)` does, not a new binding per call.
+    """
+    if not isinstance(kernel, MapKernel):
+        raise ArgumentError(f"g.map needs a @g.map_kernel function, got {kernel!r}")
+    auto = kernel.__dict__.get("_auto")
+    if auto is None:
+        auto = kernel._auto = AutoKernel(kernel)
+    return auto
 
 
 def run(kernel: MapKernel, array, *, stream=None, **params):
     """The seed's `run`: `kernel` applied to `array` in place; returns `array`."""
-    return AutoKernel(kernel)(array, out=array, stream=stream, **params)
+    return map(kernel)(array, out=array, stream=stream, **params)
 
 
 class _Call:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import gompute as g
+from gompute.kernel import AutoKernel
 
 
 def counting(kernel):
-    """g.map(kernel), and the list of calls that reached its general path (the type name of
-    each one's first array)."""
-    k = g.map(kernel)
+    """A fresh g.map of `kernel` (not the one g.map(kernel) shares), and the list of calls
+    that reached its general path (the type name of each one's first array)."""
+    k = AutoKernel(kernel)
     calls = []
     general = k._general
 

@@ -224,3 +224,16 @@ def test_new_outputs_are_made_by_the_first_arrays_library_in_cpp():
     v = k(t.T, scale=3)
     np.testing.assert_array_equal(v.numpy(), expected(x.T, 3))
     assert v.is_contiguous() and len(calls) == 4
+
+
+def test_g_map_is_one_object_per_kernel_so_inline_calls_are_cached():
+    assert g.map(double) is g.map(double)
+    x = np.arange(6.0)
+    g.run(double, x)  # the seed's run shares it too
+    launches = g.runtime.stats()["launches"]
+    for _ in range(3):
+        g.map(double)(x, out=x)
+    np.testing.assert_array_equal(x, np.arange(6.0) * 16)
+    assert g.runtime.stats()["launches"] == launches + 3
+    with pytest.raises(g.ArgumentError, match="map_kernel"):
+        g.map(lambda v: v)
