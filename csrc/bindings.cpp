@@ -6,6 +6,7 @@
 #include <functional>
 #include <mutex>
 
+#include "array_view.h"
 #include "dispatch.h"
 #include "interop.h"
 #include "pyglue.h"

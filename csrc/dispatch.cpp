@@ -9,7 +9,7 @@
 // does not fit) is not taken, and the general path runs and reports any error properly.
 #include "dispatch.h"
 
-#include "dlpack.h"
+#include "array_view.h"
 
 #include <algorithm>
 #include <cmath>
@@ -22,336 +22,8 @@ namespace gompute {
 
 constexpr uint64_t kKeepGilElements = 16384;
 
-// An array the fast path can launch on, released on scope exit: a gompute Buffer (any
-// backend), a host array through the buffer protocol (or PyTorch's NumPy view, or a
-// versioned DLPack capsule), or a CUDA array through its __cuda_array_interface__
-// (version 3, with the stream its data is ordered on). Not ok() when it is none of
-// those, or (writable) read-only, or its strides are not whole elements.
-class View {
- public:
-  static constexpr int kMaxDims = 16;  // more: the general path
-
-  View() = default;
-  // Reads `obj`; ok() says whether it is a view this path takes.
-  void open(PyObject* obj, bool writable) {
-    if (Py_TYPE(obj) == buffer_type()) return from_buffer(obj, writable);
-    if (PyObject_CheckBuffer(obj)) {
-      read_buffer_protocol(obj, writable);
-      return;
-    }
-    if (std::strcmp(Py_TYPE(obj)->tp_name, "Tensor") == 0) {
-      from_tensor(obj, writable);
-      return;
-    }
-    if (from_cuda_array_interface(obj, writable)) return;
-    if (PyObject_HasAttrString(obj, "__dlpack__")) from_dlpack(obj, writable);
-  }
-  ~View() {
-    if (has_view_) PyBuffer_Release(&view_);
-    if (managed_) managed_->deleter(managed_);
-  }
-  View(const View&) = delete;
-  View& operator=(const View&) = delete;
-
-  bool ok() const { return ok_; }
-  const void* data() const { return reinterpret_cast<const void*>(data_); }
-  uint64_t address() const { return data_; }
-  char format() const { return format_; }
-  size_t itemsize() const { return size_t(itemsize_); }
-  bool same_shape(const View& o) const {
-    return ndim_ == o.ndim_ && std::equal(shape_, shape_ + ndim_, o.shape_);
-  }
-  int ndim() const { return ndim_; }
-  const int64_t* shape() const { return shape_; }
-  int64_t extent(int d) const { return shape_[d]; }
-  int64_t stride(int d) const { return strides_[d]; }  // in bytes
-  bool contiguous() const { return contiguous_; }    // C order, extent-1 dimensions aside
-  // The bytes the elements touch, [lo, hi); both 0 when empty.
-  std::pair<uint64_t, uint64_t> byte_range() const {
-    if (count() == 0) return {0, 0};
-    int64_t lo = 0, hi = 0;
-    for (int d = 0; d < ndim_; ++d) (strides_[d] < 0 ? lo : hi) += (shape_[d] - 1) * strides_[d];
-    return {data_ + lo, data_ + hi + itemsize_};
-  }
-  bool same_view(const View& o) const {
-    return data_ == o.data_ && itemsize_ == o.itemsize_ && same_shape(o) &&
-           std::equal(strides_, strides_ + ndim_, o.strides_);
-  }
-  size_t count() const {
-    size_t n = 1;
-    for (int i = 0; i < ndim_; ++i) n *= size_t(shape_[i]);
-    return n;
-  }
-  size_t nbytes() const { return count() * itemsize(); }
-  // Where the memory is: the backend and device, the context when the array is a gompute
-  // Buffer, and the stream its data is ordered on (a host array has none).
-  BackendKind kind() const { return kind_; }
-  int ordinal() const { return ordinal_; }
-  const Context* context() const { return ctx_; }
-  bool has_stream() const { return has_stream_; }
-  StreamHandle stream() const { return stream_; }
-
-  // _core.Buffer, set once at module import (bindings.cpp).
-  static PyTypeObject*& buffer_type() {
-    static PyTypeObject* type = nullptr;
-    return type;
-  }
-
- private:
-  static char format_char(const Py_buffer& v);
-  static char dlpack_format(const DLDataType& t);
-  static char typestr_format(const char* typestr);
-  void read_buffer_protocol(PyObject* obj, bool writable);
-  void from_buffer(PyObject* obj, bool writable);
-  void from_tensor(PyObject* tensor, bool writable);
-  bool from_cuda_array_interface(PyObject* obj, bool writable);
-  void from_dlpack(PyObject* obj, bool writable);
-
-  Py_buffer view_{};
-  bool has_view_ = false;
-  py::object holder_;  // a NumPy view of a PyTorch tensor, kept while we read it
-  DLManagedTensorVersioned* managed_ = nullptr;
-  bool ok_ = false;
-  uint64_t data_ = 0;  // a host or device address
-  char format_ = 0;
-  Py_ssize_t itemsize_ = 0;
-  BackendKind kind_ = BackendKind::host;
-  int ordinal_ = 0;
-  const Context* ctx_ = nullptr;
-  bool has_stream_ = false;
-  StreamHandle stream_ = nullptr;
-  int ndim_ = 0;
-  int64_t shape_[kMaxDims];    // the first ndim_ are set
-  int64_t strides_[kMaxDims];  // in bytes
-  bool contiguous_ = false;
-  // The shape, and the strides in units of `unit` bytes (none: C-contiguous); false when
-  // there are too many dimensions or a stride is not whole elements.
-  template <typename Int, typename Stride>  // Py_ssize_t (buffer protocol) or int64_t
-  bool set_layout(const Int* shape, const Stride* strides, int64_t unit, int ndim) {
-    if (ndim > kMaxDims || itemsize_ <= 0) return false;
-    ndim_ = ndim;
-    int64_t expected = itemsize_;
-    contiguous_ = true;
-    for (int i = ndim; i-- > 0;) {
-      shape_[i] = int64_t(shape[i]);
-      strides_[i] = strides ? int64_t(strides[i]) * unit : expected;
-      if (strides_[i] % itemsize_) return false;
-      if (shape_[i] != 1 && strides_[i] != expected) contiguous_ = false;
-      expected *= shape_[i];
-    }
-    return true;
-  }
-  void set_data(const void* p) { data_ = reinterpret_cast<uintptr_t>(p); }
-};
-
-void View::read_buffer_protocol(PyObject* obj, bool writable) {
-  int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-  if (PyObject_GetBuffer(obj, &view_, flags) != 0) {
-    PyErr_Clear();
-    return;
-  }
-  has_view_ = true;
-  format_ = format_char(view_);
-  set_data(view_.buf);
-  itemsize_ = view_.itemsize;
-  ok_ = format_ != 0 && set_layout(view_.shape, view_.strides, 1, view_.ndim);
-}
-
-// A gompute Buffer, read in place: typed and not freed.
-void View::from_buffer(PyObject* obj, bool writable) {
-  const Buffer& b = py::handle(obj).cast<const Buffer&>();
-  const Layout* layout = b.typed_layout();
-  if (b.freed() || !layout || (writable && b.readonly())) return;
-  format_ = dlpack_format(DLDataType{layout->code, layout->bits, 1});
-  data_ = b.data_addr();
-  itemsize_ = Py_ssize_t(layout->itemsize());
-  kind_ = b.context()->kind();
-  ordinal_ = b.context()->ordinal();
-  ctx_ = b.context().get();
-  has_stream_ = true;
-  stream_ = b.stream() ? b.stream()->handle() : nullptr;
-  ok_ = format_ != 0 && layout->strides.size() == layout->shape.size() &&
-        set_layout(layout->shape.data(), layout->strides.data(), 1, int(layout->shape.size()));
-}
-
-// The struct-module format of a native scalar as one character ('l' folded into 'q').
-char View::format_char(const Py_buffer& v) {
-  const char* f = v.format ? v.format : "B";
-  if (*f == '=' || *f == '@') ++f;
-  if (!f[0] || f[1]) return 0;
-  switch (f[0]) {
-    case 'l': return v.itemsize == 8 ? 'q' : 'i';
-    case 'L': return v.itemsize == 8 ? 'Q' : 'I';
-    case '?': case 'b': case 'B': case 'h': case 'H': case 'i': case 'I':
-    case 'q': case 'Q': case 'e': case 'f': case 'd': return f[0];
-  }
-  return 0;
-}
-
-char View::dlpack_format(const DLDataType& t) {
-  if (t.lanes != 1) return 0;
-  const int b = t.bits;
-  switch (t.code) {
-    case kDLBool: return b == 8 ? '?' : 0;
-    case kDLInt: return b == 8 ? 'b' : b == 16 ? 'h' : b == 32 ? 'i' : b == 64 ? 'q' : 0;
-    case kDLUInt: return b == 8 ? 'B' : b == 16 ? 'H' : b == 32 ? 'I' : b == 64 ? 'Q' : 0;
-    case kDLFloat: return b == 16 ? 'e' : b == 32 ? 'f' : b == 64 ? 'd' : 0;
-  }
-  return 0;
-}
-
-// The format character of a CAI / array-interface typestr ("<f4", "|b1"), native byte
-// order only; 0 for anything else.
-char View::typestr_format(const char* t) {
-  if (!t || !(t[0] == '<' || t[0] == '|' || t[0] == '=') || !t[1]) return 0;
-  const char kind = t[1];
-  const int size = std::atoi(t + 2);
-  switch (kind) {
-    case 'b': return size == 1 ? '?' : 0;
-    case 'i': return size == 1 ? 'b' : size == 2 ? 'h' : size == 4 ? 'i' : size == 8 ? 'q' : 0;
-    case 'u': return size == 1 ? 'B' : size == 2 ? 'H' : size == 4 ? 'I' : size == 8 ? 'Q' : 0;
-    case 'f': return size == 2 ? 'e' : size == 4 ? 'f' : size == 8 ? 'd' : 0;
-  }
-  return 0;
-}
-
-// A PyTorch CPU tensor through its NumPy view (`tensor.numpy()` shares the memory and is
-// about three times cheaper than `__dlpack__`). A CUDA tensor is not taken: its
-// __cuda_array_interface__ names no stream, and asking torch for its current one is a
-// Python call the general path makes anyway.
-void View::from_tensor(PyObject* tensor, bool writable) {
-  static PyObject* const is_cuda = PyUnicode_InternFromString("is_cuda");  // kept for the process
-  PyObject* cuda = PyObject_GetAttr(tensor, is_cuda);
-  const bool on_cuda = cuda == nullptr || cuda == Py_True;
-  Py_XDECREF(cuda);
-  PyErr_Clear();
-  if (on_cuda) return;
-  PyObject* array = PyObject_CallMethod(tensor, "numpy", nullptr);
-  if (!array) {  // requires grad, or another device: the general path says what to do
-    PyErr_Clear();
-    return;
-  }
-  holder_ = py::reinterpret_steal<py::object>(array);
-  read_buffer_protocol(array, writable);
-}
-
-// A CUDA array through __cuda_array_interface__. False when `obj` has none (the caller
-// then tries DLPack); true otherwise, ok() only for an unmasked version-3 array that
-// names its stream. A stream of None leaves the choice of stream to the general
-// path, which asks the array's framework.
-bool View::from_cuda_array_interface(PyObject* obj, bool writable) {
-  static PyObject* const name = PyUnicode_InternFromString("__cuda_array_interface__");  // kept for the process
-  static PyObject* const keys[] = {PyUnicode_InternFromString("version"), PyUnicode_InternFromString("stream"),
-                                   PyUnicode_InternFromString("mask"),    PyUnicode_InternFromString("shape"),
-                                   PyUnicode_InternFromString("typestr"), PyUnicode_InternFromString("data"),
-                                   PyUnicode_InternFromString("strides")};
-  py::object cai = py::reinterpret_steal<py::object>(PyObject_GetAttr(obj, name));
-  if (!cai) {
-    PyErr_Clear();
-    return false;
-  }
-  if (!PyDict_Check(cai.ptr())) return true;
-  PyObject* item[7];  // borrowed, or null when absent
-  for (int i = 0; i < 7; ++i) item[i] = PyDict_GetItem(cai.ptr(), keys[i]);
-  auto [version, stream, mask, shape, typestr, data, strides] =
-      std::tuple{item[0], item[1], item[2], item[3], item[4], item[5], item[6]};
-  if (!version || !PyLong_Check(version) || PyLong_AsLong(version) < 3 || !stream || !PyLong_Check(stream) ||
-      (mask && mask != Py_None) || !shape || !PyTuple_Check(shape) || !typestr || !PyUnicode_Check(typestr) ||
-      !data || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2)
-    return true;
-  const uint64_t stream_value = PyLong_AsUnsignedLongLong(stream);
-  const uint64_t address = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(data, 0));
-  const int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
-  format_ = typestr_format(PyUnicode_AsUTF8(typestr));
-  const Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
-  if (PyErr_Occurred() || stream_value == 0 || readonly < 0 || (writable && readonly) || !format_ || ndim > kMaxDims) {
-    PyErr_Clear();  // stream 0 is against the protocol: the general path says so
-    return true;
-  }
-  itemsize_ = format_ == '?' || format_ == 'b' || format_ == 'B' ? 1
-              : format_ == 'e' || format_ == 'h' || format_ == 'H' ? 2
-              : format_ == 'd' || format_ == 'q' || format_ == 'Q' ? 8
-                                                                   : 4;
-  int64_t extents[kMaxDims], steps[kMaxDims];
-  for (Py_ssize_t i = 0; i < ndim; ++i) extents[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
-  const bool strided = strides && strides != Py_None;
-  if (strided) {
-    if (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim) return true;
-    for (Py_ssize_t i = 0; i < ndim; ++i) steps[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides, i));
-  }
-  // The device: the framework's `device.id` (CuPy) or `device.index` (torch), else 0, as
-  // the general path reads it.
-  int ordinal = 0;
-  if (PyObject* device = PyObject_GetAttrString(obj, "device")) {
-    PyObject* id = PyObject_GetAttrString(device, "id");
-    if (!id) {
-      PyErr_Clear();
-      id = PyObject_GetAttrString(device, "index");
-    }
-    if (id && PyLong_Check(id)) ordinal = int(PyLong_AsLong(id));
-    Py_XDECREF(id);
-    Py_DECREF(device);
-  }
-  if (PyErr_Occurred()) {
-    PyErr_Clear();
-    return true;
-  }
-  data_ = address;
-  kind_ = BackendKind::cuda;
-  ordinal_ = ordinal;
-  has_stream_ = true;
-  stream_ = reinterpret_cast<StreamHandle>(uintptr_t(stream_value));
-  ok_ = set_layout(extents, strided ? steps : nullptr, 1, int(ndim));
-  return true;
-}
-
-// A versioned DLPack capsule of a CPU array; anything else leaves the view
-// not ok (an unconsumed capsule frees itself).
-void View::from_dlpack(PyObject* obj, bool writable) {
-  // Ask where it lives first: a GPU producer would order streams for a capsule we drop.
-  PyObject* device = PyObject_CallMethod(obj, "__dlpack_device__", nullptr);
-  long type = device && PyTuple_Check(device) && PyTuple_Size(device) == 2 ? PyLong_AsLong(PyTuple_GET_ITEM(device, 0)) : -1;
-  Py_XDECREF(device);
-  if (type != kDLCPU) {
-    PyErr_Clear();
-    return;
-  }
-  static PyObject* kwargs = [] {
-    PyObject* d = PyDict_New();
-    PyObject* version = Py_BuildValue("(ii)", 1, 0);
-    PyDict_SetItemString(d, "max_version", version);
-    Py_DECREF(version);
-    return d;  // kept for the process
-  }();
-  py::object method = py::reinterpret_steal<py::object>(PyObject_GetAttrString(obj, "__dlpack__"));
-  PyObject* empty = PyTuple_New(0);
-  PyObject* capsule = method ? PyObject_Call(method.ptr(), empty, kwargs) : nullptr;
-  Py_DECREF(empty);
-  if (!capsule || !PyCapsule_IsValid(capsule, "dltensor_versioned")) {
-    PyErr_Clear();
-    Py_XDECREF(capsule);
-    return;
-  }
-  auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
-  const DLTensor& t = m->dl_tensor;
-  format_ = dlpack_format(t.dtype);
-  if (t.device.device_type == kDLCPU && format_ && !(writable && (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY))) {
-    PyCapsule_SetName(capsule, "used_dltensor_versioned");  // ours now: the destructor calls its deleter
-    managed_ = m;
-    set_data(static_cast<char*>(t.data) + t.byte_offset);
-    itemsize_ = t.dtype.bits / 8;
-    ok_ = set_layout(t.shape, t.strides, itemsize_, t.ndim);  // DLPack strides count elements
-  }
-  Py_DECREF(capsule);
-}
-
-void set_fast_path_buffer_type(PyTypeObject* type) { View::buffer_type() = type; }
 
 namespace {
-
-bool overlap(const View& a, const View& b) {
-  return a.address() < b.address() + b.nbytes() && b.address() < a.address() + a.nbytes();
-}
 
 // Writes `value` as the field's type at `dst`; false if it is not exactly representable.
 bool pack_field(const ParamField& f, PyObject* value, char* dst) {
@@ -445,7 +117,7 @@ bool FastMap::pack_params(PyObject* kwargs, Py_ssize_t other_keys, char* out) co
   return true;
 }
 
-const FastMap::Launch* FastMap::find(const char* signature, size_t size, const View& where) const {
+const FastMap::Launch* FastMap::find(const char* signature, size_t size, const ArrayView& where) const {
   for (const Launch& l : launches_)
     if (l.kind == where.kind() && l.ordinal == where.ordinal() && l.signature.size() == size &&
         std::memcmp(l.signature.data(), signature, size) == 0)
@@ -479,12 +151,12 @@ py::object FastMap::new_output(PyObject* first, const int64_t* shape, int ndim, 
 namespace {
 
 // The shape `count` views broadcast to, by NumPy's rules; false when they do not.
-bool broadcast(const View* views, int count, int& ndim, int64_t* shape) {
+bool broadcast(const ArrayView* views, int count, int& ndim, int64_t* shape) {
   ndim = 0;
   for (int i = 0; i < count; ++i) ndim = std::max(ndim, views[i].ndim());
   std::fill(shape, shape + ndim, int64_t(1));
   for (int i = 0; i < count; ++i) {
-    const View& v = views[i];
+    const ArrayView& v = views[i];
     for (int d = 0, k = ndim - v.ndim(); d < v.ndim(); ++d, ++k) {
       const int64_t e = v.extent(d);
       if (e == 1) continue;
@@ -516,7 +188,7 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
       out_index = i;
       break;
     }
-  View inputs[kMaxArity];
+  ArrayView inputs[kMaxArity];
   char signature[kMaxArity + 2];
   for (int i = 0; i < arity_; ++i) {
     inputs[i].open(PyTuple_GET_ITEM(args, i), i == out_index);
@@ -524,7 +196,7 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
     signature[i] = inputs[i].format();
   }
   int ndim;
-  int64_t shape[View::kMaxDims];
+  int64_t shape[ArrayView::kMaxDims];
   if (!broadcast(inputs, arity_, ndim, shape)) return py::object();  // the general path says why
   // The output: given (writable, of the broadcast shape, not partly over an input), or new
   // and of the first array's library. A new one that lands elsewhere (CuPy's current device
@@ -536,9 +208,9 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   } else {
     result = py::reinterpret_borrow<py::object>(out);
   }
-  View own;
+  ArrayView own;
   if (out_index < 0) own.open(result.ptr(), true);
-  const View& o = out_index < 0 ? own : inputs[out_index];
+  const ArrayView& o = out_index < 0 ? own : inputs[out_index];
   if (!o.ok() || o.ndim() != ndim || !std::equal(shape, shape + ndim, o.shape())) return py::object();
   // The entry point, as kernel.py's _entry_kind chooses it.
   bool contiguous = o.contiguous();
@@ -570,12 +242,12 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
 // it out, for the dimensions kernel.py's _collapsed leaves: broadcast dimensions stride 0,
 // extent-1 ones dropped, neighbours merged where every array allows. False past the
 // entry's dimension limit (the general path says so).
-bool FastMap::pack_strides(const View* inputs, const View& out, const int64_t* shape, int ndim,
+bool FastMap::pack_strides(const ArrayView* inputs, const ArrayView& out, const int64_t* shape, int ndim,
                            std::string& packed) const {
   constexpr int kMaxNdim = 8;  // GOMPUTE_MAX_NDIM
   const int arrays = arity_ + 1;
   auto element_stride = [&](int a, int d) -> int64_t {  // array a's stride along dimension d of `shape`
-    const View& v = a < arity_ ? inputs[a] : out;
+    const ArrayView& v = a < arity_ ? inputs[a] : out;
     const int k = d - (ndim - v.ndim());
     return k < 0 || v.extent(k) == 1 ? 0 : v.stride(k) / int64_t(v.itemsize());
   };
@@ -616,9 +288,9 @@ bool FastMap::pack_strides(const View* inputs, const View& out, const int64_t* s
 // Whether the inputs and the output are on one device, and so on one stream the launch can
 // go on without ordering one stream after another: none on the host (a host Buffer's
 // stream, if any, is the general path's to wait for), the same one on a GPU.
-bool FastMap::same_place(const View* inputs, const View& out) const {
+bool FastMap::same_place(const ArrayView* inputs, const ArrayView& out) const {
   for (int i = 0; i < arity_; ++i) {
-    const View& v = inputs[i];
+    const ArrayView& v = inputs[i];
     if (v.kind() != out.kind() || v.ordinal() != out.ordinal() || v.stream() != out.stream()) return false;
   }
   if (out.kind() == BackendKind::host) return out.stream() == nullptr;
@@ -627,7 +299,7 @@ bool FastMap::same_place(const View* inputs, const View& out) const {
   return out.has_stream();
 }
 
-void FastMap::launch(const Launch& found, const View* inputs, const View& out, uint64_t n, bool inplace,
+void FastMap::launch(const Launch& found, const ArrayView* inputs, const ArrayView& out, uint64_t n, bool inplace,
                      const char* params, std::string& strides) {
   // The kernel's arguments: the input addresses (none in place), the output's, n, the
   // strides (strided entries), params.

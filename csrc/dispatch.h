@@ -20,11 +20,7 @@ struct ParamField {
   int bits;
 };
 
-class View;
-
-// Tells the fast path which Python type is _core.Buffer (bindings.cpp, at import), so it
-// reads Buffers in place rather than through a protocol.
-void set_fast_path_buffer_type(PyTypeObject* type);
+class ArrayView;
 
 // Every method runs with the GIL held (the module does not declare itself free-threaded),
 // which is what orders remember() against call().
@@ -63,12 +59,12 @@ class FastMap {
   };
 
   bool pack_params(PyObject* kwargs, Py_ssize_t other_keys, char* out) const;
-  const Launch* find(const char* signature, size_t size, const View& where) const;
-  bool same_place(const View* inputs, const View& out) const;
+  const Launch* find(const char* signature, size_t size, const ArrayView& where) const;
+  bool same_place(const ArrayView* inputs, const ArrayView& out) const;
   pybind11::object new_output(PyObject* first, const int64_t* shape, int ndim, const char* signature,
                               size_t size) const;
-  bool pack_strides(const View* inputs, const View& out, const int64_t* shape, int ndim, std::string& packed) const;
-  void launch(const Launch& found, const View* inputs, const View& out, uint64_t n, bool inplace, const char* params,
+  bool pack_strides(const ArrayView* inputs, const ArrayView& out, const int64_t* shape, int ndim, std::string& packed) const;
+  void launch(const Launch& found, const ArrayView* inputs, const ArrayView& out, uint64_t n, bool inplace, const char* params,
               std::string& strides);
 
   int arity_;

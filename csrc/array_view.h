@@ -1,0 +1,127 @@
+// An array as the g.map fast path reads it (dispatch.cpp): where its elements are, their
+// format, shape and strides, and the device and stream they live on.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <utility>
+
+#include "dlpack.h"
+#include "runtime.h"
+
+namespace gompute {
+
+// An array the fast path can launch on, released on scope exit: a gompute Buffer (any
+// backend), a host array through the buffer protocol (or PyTorch's NumPy view, or a
+// versioned DLPack capsule), or a CUDA array through its __cuda_array_interface__
+// (version 3, with the stream its data is ordered on). Not ok() when it is none of
+// those, or (writable) read-only, or its strides are not whole elements.
+class ArrayView {
+ public:
+  static constexpr int kMaxDims = 16;  // more: the general path
+
+  ArrayView() = default;
+  // Reads `obj`; ok() says whether it is a view this path takes.
+  void open(PyObject* obj, bool writable);
+  ~ArrayView() {
+    if (has_view_) PyBuffer_Release(&view_);
+    if (managed_) managed_->deleter(managed_);
+  }
+  ArrayView(const ArrayView&) = delete;
+  ArrayView& operator=(const ArrayView&) = delete;
+
+  bool ok() const { return ok_; }
+  uint64_t address() const { return data_; }
+  char format() const { return format_; }
+  size_t itemsize() const { return size_t(itemsize_); }
+  bool same_shape(const ArrayView& o) const {
+    return ndim_ == o.ndim_ && std::equal(shape_, shape_ + ndim_, o.shape_);
+  }
+  int ndim() const { return ndim_; }
+  const int64_t* shape() const { return shape_; }
+  int64_t extent(int d) const { return shape_[d]; }
+  int64_t stride(int d) const { return strides_[d]; }  // in bytes
+  bool contiguous() const { return contiguous_; }    // C order, extent-1 dimensions aside
+  // The bytes the elements touch, [lo, hi); both 0 when empty.
+  std::pair<uint64_t, uint64_t> byte_range() const {
+    if (count() == 0) return {0, 0};
+    int64_t lo = 0, hi = 0;
+    for (int d = 0; d < ndim_; ++d) (strides_[d] < 0 ? lo : hi) += (shape_[d] - 1) * strides_[d];
+    return {data_ + lo, data_ + hi + itemsize_};
+  }
+  bool same_view(const ArrayView& o) const {
+    return data_ == o.data_ && itemsize_ == o.itemsize_ && same_shape(o) &&
+           std::equal(strides_, strides_ + ndim_, o.strides_);
+  }
+  size_t count() const {
+    size_t n = 1;
+    for (int i = 0; i < ndim_; ++i) n *= size_t(shape_[i]);
+    return n;
+  }
+  // Where the memory is: the backend and device, the context when the array is a gompute
+  // Buffer, and the stream its data is ordered on (a host array has none).
+  BackendKind kind() const { return kind_; }
+  int ordinal() const { return ordinal_; }
+  const Context* context() const { return ctx_; }
+  bool has_stream() const { return has_stream_; }
+  StreamHandle stream() const { return stream_; }
+
+  // _core.Buffer, set once at module import (bindings.cpp).
+  static PyTypeObject*& buffer_type() {
+    static PyTypeObject* type = nullptr;
+    return type;
+  }
+
+ private:
+  static char format_char(const Py_buffer& v);
+  static char dlpack_format(const DLDataType& t);
+  static char typestr_format(const char* typestr);
+  void read_buffer_protocol(PyObject* obj, bool writable);
+  void from_buffer(PyObject* obj, bool writable);
+  void from_tensor(PyObject* tensor, bool writable);
+  bool from_cuda_array_interface(PyObject* obj, bool writable);
+  void from_dlpack(PyObject* obj, bool writable);
+
+  Py_buffer view_{};
+  bool has_view_ = false;
+  pybind11::object holder_;  // a NumPy view of a PyTorch tensor, kept while we read it
+  DLManagedTensorVersioned* managed_ = nullptr;
+  bool ok_ = false;
+  uint64_t data_ = 0;  // a host or device address
+  char format_ = 0;
+  Py_ssize_t itemsize_ = 0;
+  BackendKind kind_ = BackendKind::host;
+  int ordinal_ = 0;
+  const Context* ctx_ = nullptr;
+  bool has_stream_ = false;
+  StreamHandle stream_ = nullptr;
+  int ndim_ = 0;
+  int64_t shape_[kMaxDims];    // the first ndim_ are set
+  int64_t strides_[kMaxDims];  // in bytes
+  bool contiguous_ = false;
+  // The shape, and the strides in units of `unit` bytes (none: C-contiguous); false when
+  // there are too many dimensions or a stride is not whole elements.
+  template <typename Int, typename Stride>  // Py_ssize_t (buffer protocol) or int64_t
+  bool set_layout(const Int* shape, const Stride* strides, int64_t unit, int ndim) {
+    if (ndim > kMaxDims || itemsize_ <= 0) return false;
+    ndim_ = ndim;
+    int64_t expected = itemsize_;
+    contiguous_ = true;
+    for (int i = ndim; i-- > 0;) {
+      shape_[i] = int64_t(shape[i]);
+      strides_[i] = strides ? int64_t(strides[i]) * unit : expected;
+      if (strides_[i] % itemsize_) return false;
+      if (shape_[i] != 1 && strides_[i] != expected) contiguous_ = false;
+      expected *= shape_[i];
+    }
+    return true;
+  }
+  void set_data(const void* p) { data_ = reinterpret_cast<uintptr_t>(p); }
+};
+
+// Tells the fast path which Python type is _core.Buffer (bindings.cpp, at import), so it
+// reads Buffers in place rather than through a protocol.
+void set_fast_path_buffer_type(PyTypeObject* type);
+
+}  // namespace gompute
