@@ -110,55 +110,53 @@ def _sweep_md(rows, only_big=False) -> list[str]:
     return lines
 
 
+def _table(title: str, columns: str, rows: list[list[str]]) -> list[str]:
+    """A titled Markdown table: `columns` is "name|name|...", the first column left-aligned."""
+    names = columns.split("|")
+    rule = "|".join(["---", *["---:"] * (len(names) - 1)])
+    return ["", f"### {title}", "", f"| {' | '.join(names)} |", f"|{rule}|", *(f"| {' | '.join(r)} |" for r in rows)]
+
+
 def _other_md(results) -> list[str]:
     lines = []
     if results.get("strided"):
-        lines += [
-            "",
-            "### Strided and broadcast inputs (f32)",
-            "",
-            "| case | n | contiguous | strided | contiguous/strided | NumPy/strided |",
-            "|---|---:|---:|---:|---:|---:|",
+        rows = [
+            [
+                r["case"],
+                f"{r['n']:.0e}",
+                _fmt_s(r["seconds"]["contiguous"]),
+                _fmt_s(r["seconds"]["strided"]),
+                f"{r['contiguous/strided']:.2f}x",
+                f"{r['numpy strided/strided']:.2f}x",
+            ]
+            for r in results["strided"]
         ]
-        for r in results["strided"]:
-            s = r["seconds"]
-            lines.append(
-                f"| {r['case']} | {r['n']:.0e} | {_fmt_s(s['contiguous'])} | {_fmt_s(s['strided'])} | {r['contiguous/strided']:.2f}x | {r['numpy strided/strided']:.2f}x |"
-            )
+        lines += _table(
+            "Strided and broadcast inputs (f32)", "case|n|contiguous|strided|contiguous/strided|NumPy/strided", rows
+        )
     if results.get("small"):
-        lines += [
-            "",
-            "### Small arrays: scale_relu f32, out= preallocated",
-            "",
-            "| n | bytes | g.map | np.multiply (one ufunc) | NumPy expression | numexpr | ufunc/g.map |",
-            "|---:|---:|---:|---:|---:|---:|---:|",
+        rows = [
+            [
+                str(r["n"]),
+                str(r["bytes"]),
+                *(_fmt_s(r["seconds"][k]) for k in ("gompute", "ufunc", "numpy expr", "numexpr")),
+                f"{r['ratios']['ufunc/gompute']:.2f}x",
+            ]
+            for r in results["small"]
         ]
-        for r in results["small"]:
-            s = r["seconds"]
-            lines.append(
-                f"| {r['n']} | {r['bytes']} | {_fmt_s(s['gompute'])} | {_fmt_s(s['ufunc'])} | {_fmt_s(s['numpy expr'])} | {_fmt_s(s['numexpr'])} | {r['ratios']['ufunc/gompute']:.2f}x |"
-            )
+        columns = "n|bytes|g.map|np.multiply (one ufunc)|NumPy expression|numexpr|ufunc/g.map"
+        lines += _table("Small arrays: scale_relu f32, out= preallocated", columns, rows)
     if results.get("dispatch"):
-        lines += [
-            "",
-            "### Dispatch: one call on a 1-element array",
-            "",
-            "| call | ns per call | ufunc / this |",
-            "|---|---:|---:|",
-        ]
-        lines += [f"| {r['call']} | {r['ns']:.0f} | {r['ufunc/this']:.2f}x |" for r in results["dispatch"]]
+        rows = [[r["call"], f"{r['ns']:.0f}", f"{r['ufunc/this']:.2f}x"] for r in results["dispatch"]]
+        lines += _table("Dispatch: one call on a 1-element array", "call|ns per call|ufunc / this", rows)
     if results.get("memory"):
-        lines += [
-            "",
-            "### Peak RSS growth of one call over a fresh process's baseline",
-            "",
-            "| call | n | peak RSS growth | output |",
-            "|---|---:|---:|---:|",
-        ]
-        lines += [
-            f"| {r['how']} | {r['n']:.0e} | {r['grew_bytes'] / 1e6:.0f} MB | {r['output_bytes'] / 1e6:.0f} MB |"
+        rows = [
+            [r["how"], f"{r['n']:.0e}", f"{r['grew_bytes'] / 1e6:.0f} MB", f"{r['output_bytes'] / 1e6:.0f} MB"]
             for r in results["memory"]
         ]
+        lines += _table(
+            "Peak RSS growth of one call over a fresh process's baseline", "call|n|peak RSS growth|output", rows
+        )
     if results.get("compile"):
         lines += ["", "### Compile (benchmarks/compile.py)", "", "```", results["compile"].rstrip(), "```"]
     if results.get("vec"):
