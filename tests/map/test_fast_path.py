@@ -237,3 +237,23 @@ def test_g_map_is_one_object_per_kernel_so_inline_calls_are_cached():
     assert g.runtime.stats()["launches"] == launches + 3
     with pytest.raises(g.ArgumentError, match="map_kernel"):
         g.map(lambda v: v)
+
+
+def test_buffers_read_in_place_after_warm_up_still_refuse_what_they_should(host):
+    k, calls = counting(scale_relu)
+    x = rng.standard_normal(64).astype(np.float32)
+    buf, out = host.empty(64, g.f32), host.empty(64, g.f32)
+    np.asarray(buf)[:] = x
+    for _ in range(2):
+        assert k(buf, out=out, scale=2) is out
+        np.testing.assert_array_equal(np.asarray(out), expected(x, 2))
+    assert calls == ["Buffer"]
+    frozen = x.copy()
+    frozen.flags.writeable = False
+    with pytest.raises(g.ArgumentError, match="read-only"):
+        k(buf, out=g.asbuffer(frozen), scale=1)
+    gone = host.empty(64, g.f32)
+    gone.free()
+    with pytest.raises(g.BufferFreed):
+        k(gone, out=out, scale=1)
+    assert len(calls) == 3
