@@ -125,12 +125,23 @@ def strided_cases(n: int) -> list[tuple[str, object, list, list, dict]]:
     cols = 1000
     rows = n // cols
     x = make_inputs(sr, 2 * n, "f32")[0]
-    square = x[: rows * cols].reshape(cols, rows)
+    tall = x[: rows * cols].reshape(cols, rows)
+    side = int(n**0.5)
+    square = x[: side * side].reshape(side, side)
     a, b, c = (v.reshape(rows, cols) for v in make_inputs(fu, rows * cols, "f32"))
     return [
         ("scale_relu x[::2]", sr, [np.ascontiguousarray(x[::2])], [x[::2]], sr.typed_params("f32")),
         ("scale_relu x[::-1]", sr, [np.ascontiguousarray(x[n - 1 :: -1])], [x[n - 1 :: -1]], sr.typed_params("f32")),
-        ("scale_relu 2-D transpose", sr, [np.ascontiguousarray(square.T)], [square.T], sr.typed_params("f32")),
+        *(
+            (
+                f"scale_relu 2-D transpose {t.shape[0]}x{t.shape[1]}",
+                sr,
+                [np.ascontiguousarray(t)],
+                [t],
+                sr.typed_params("f32"),
+            )
+            for t in (tall.T, square.T)
+        ),
         (
             "fused, y a broadcast row, z a broadcast column",
             fu,

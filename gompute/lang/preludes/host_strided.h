@@ -104,13 +104,14 @@ GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {
 // inner stride not). Walking such an input along the rows touches a new cache line (and soon a
 // new page) per element. Instead the rows of a block range go in tiles of GOMPUTE_TILE_ROWS rows
 // by GOMPUTE_TILE_COLS columns: each such input is gathered by reading down its columns,
-// GOMPUTE_TILE_ROWS contiguous elements (256 bytes of f32) at a time, into a tile buffer in L1 (a
-// small transpose), and the rows function then runs on each row of the tile, the first and last
-// rows clipped to the block range. The output, contiguous along the rows, is never one of the
-// transposed inputs, so each tile may be read in full before it is written. 64 x 64 with 8 x 8
-// register transposes took a 3162 x 3162 f32 transpose to 0.8x the time of 16 x 128 tiles.
-#define GOMPUTE_TILE_ROWS 64
-#define GOMPUTE_TILE_COLS 64
+// GOMPUTE_TILE_ROWS contiguous elements at a time, into a tile buffer in L1 (a small transpose),
+// and the rows function then runs on each row of the tile, the first and last rows clipped to the
+// block range. The output, contiguous along the rows, is never one of the transposed inputs, so
+// each tile may be read in full before it is written. Short wide tiles, one 8 x 8 register
+// transpose high, write the output in long runs: a 10000 x 1000 f32 transpose went from 2.3-3.0x
+// the contiguous time with 64 x 64 tiles to 1.8-1.9x; a 3162 x 3162 one stayed at 2.7-3.6x.
+#define GOMPUTE_TILE_ROWS 8
+#define GOMPUTE_TILE_COLS 256
 #define GOMPUTE_TILE_PREFETCH 16
 
 template <int N>
@@ -160,14 +161,16 @@ GOMPUTE_FN void gompute_transpose_8x8(void* b, const void* p, int64_t step) {
 #endif
 
 // b[i * GOMPUTE_TILE_COLS + j] = p[i + j * step] for i < t, j < m: t rows of m elements of a tile,
-// read down the columns. A full tile of 4-byte elements goes in 8 x 8 register transposes, and
-// prefetches the columns GOMPUTE_TILE_PREFETCH further on (into the next tile, while `ahead`,
+// read down the columns. Full-height columns of 4-byte elements go in 8 x 8 register transposes,
+// which prefetch the columns GOMPUTE_TILE_PREFETCH further on (into the next tile, while `ahead`,
 // the columns left from p, allows).
 template <typename S>
 GOMPUTE_ROWS void gompute_gather_tile(S* b, const S* p, int64_t step, int64_t t, int64_t m, int64_t ahead) {
+  int64_t done = 0;  // columns gathered in register transposes
 #if defined(GOMPUTE_TRANSPOSE_8X8)
-  if (sizeof(S) == 4 && t == GOMPUTE_TILE_ROWS && m % 8 == 0) {
-    for (int64_t j = 0; j < m; j += 8) {
+  if (sizeof(S) == 4 && t == GOMPUTE_TILE_ROWS) {
+    done = m - m % 8;
+    for (int64_t j = 0; j < done; j += 8) {
       for (int64_t k = j + GOMPUTE_TILE_PREFETCH; k < j + 8 + GOMPUTE_TILE_PREFETCH && k < ahead; ++k) {
         const S* f = p + k * step;
         for (int64_t l = 0; l < GOMPUTE_TILE_ROWS; l += 64 / sizeof(S)) __builtin_prefetch(f + l);
@@ -176,10 +179,9 @@ GOMPUTE_ROWS void gompute_gather_tile(S* b, const S* p, int64_t step, int64_t t,
       for (int64_t i = 0; i < GOMPUTE_TILE_ROWS; i += 8)
         gompute_transpose_8x8(b + i * GOMPUTE_TILE_COLS + j, p + i + j * step, step);
     }
-    return;
   }
 #endif
-  for (int64_t j = 0; j < m; ++j) {
+  for (int64_t j = done; j < m; ++j) {
     const S* q = p + j * step;
     for (int64_t i = 0; i < t; ++i) b[i * GOMPUTE_TILE_COLS + j] = q[i];
   }
