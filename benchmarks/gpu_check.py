@@ -322,15 +322,22 @@ def main() -> int:
     scenarios(gpu, check)
     from gpu_interop import interop_scenarios
     from gpu_kernels import kernel_scenarios
+    from gpu_tuning import sweep_table, tuning_scenarios
 
     kernel_scenarios(gpu, check)
     interop_scenarios(gpu, check)
+    sweep = tuning_scenarios(gpu, check)
     table = check.table()
+    if sweep:
+        table += f"\n\n## Launch configurations, 1e8 f32, event-timed (g.map launches 256 x per element)\n\n{sweep_table(sweep)}"
     print("\n" + table)
     if args.save:
         RESULTS.mkdir(exist_ok=True)
         path = RESULTS / f"gpu_check-{datetime.date.today()}.md"
-        path.write_text(f"# gpu_check, {datetime.datetime.now():%Y-%m-%d %H:%M}\n\n{table}\n")
+        device = gpu.device_info()
+        path.write_text(
+            f"# gpu_check, {datetime.datetime.now():%Y-%m-%d %H:%M}, {device.name} ({device.arch})\n\n{table}\n"
+        )
         print(f"saved {path}")
     return 0 if all(ok for _, ok, _ in check.rows) else 1
 

@@ -1,6 +1,7 @@
 """gpu_check.py's interop scenarios: g.map on CuPy arrays and PyTorch CUDA tensors, on their
 own non-default streams, with no user synchronization; round trips without copies; dispatch
-overhead and bandwidth beside CuPy and PyTorch doing the same work.
+overhead and bandwidth beside CuPy's ElementwiseKernel and the PyTorch expressions doing the
+same work.
 
 gpu_check.py calls `interop_scenarios(gpu, check)`; scenarios needing CuPy or PyTorch are
 skipped (listed as such) when the framework is missing.
@@ -180,6 +181,36 @@ def interop_scenarios(gpu, check) -> None:
             f"fused 3-input {gb(4, three):.0f} GB/s vs CuPy ElementwiseKernel {gb(4, cupy_three):.0f} GB/s"
         )
 
+    def torch_bandwidth():
+        if torch is None:
+            return "skipped: PyTorch with CUDA is not installed"
+        n = 100_000_000
+        a, x, y = (torch.randn(n, device="cuda") for _ in range(3))
+        out = torch.empty_like(x)
+        k1, k3 = g.map(scale_relu), g.map(fused)
+
+        def ms(fn, repeats=5):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            fn()
+            times = []
+            for _ in range(repeats):
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end))
+            return float(np.median(times))
+
+        torch_one = ms(lambda: torch.mul(x, 2, out=out).relu_())
+        one = ms(lambda: k1(x, out=out, scale=2))
+        torch_three = ms(lambda: torch.addcmul(y, a, x, out=out).clamp_(-1, 1))
+        three = ms(lambda: k3(a, x, y, out=out))
+        return (
+            f"1e8 f32 on torch tensors: scale_relu g.map {one:.2f} ms vs torch mul+relu {torch_one:.2f} ms "
+            f"({torch_one / one:.2f}x); fused 3-input g.map {three:.2f} ms vs torch addcmul+clamp "
+            f"{torch_three:.2f} ms ({torch_three / three:.2f}x)"
+        )
+
     for name, fn in [
         ("CuPy / torch / Buffer round trips", round_trips),
         ("g.map on a CuPy stream", cupy_streams),
@@ -187,5 +218,6 @@ def interop_scenarios(gpu, check) -> None:
         ("torch -> cupy pipeline", mixed_pipeline),
         ("dispatch overhead vs CuPy", dispatch_overhead),
         ("g.map bandwidth at 1e8", bandwidth),
+        ("g.map vs the PyTorch expressions at 1e8", torch_bandwidth),
     ]:
         check.run(name, fn)

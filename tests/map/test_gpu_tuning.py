@@ -1,0 +1,44 @@
+"""benchmarks/gpu_tuning.py before it meets a GPU: its float4 entry compiles with NVRTC, and its
+launch sweep runs on the fake libcuda (make test's second pass), results checked, so a GPU
+session does not spend its few minutes on a script error. The speed is the GPU's to show."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import gompute as g
+from gompute.compile import nvrtc
+from tests.conftest import open_compute
+from tests.fakes import images
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import gpu_tuning  # noqa: E402
+
+
+@pytest.mark.skipif(not nvrtc.available(), reason="NVRTC not installed (pip install nvidia-cuda-nvrtc)")
+def test_the_float4_entry_compiles_beside_g_maps_own():
+    image = nvrtc.compile_cuda("scale_relu_v4", gpu_tuning.vector_source(), "compute_75")[0].decode()
+    assert ".entry scale_relu__out_v4(" in image and ".entry scale_relu__out(" in image
+    assert "ld.global.v4.f32" in image and "st.global.v4.f32" in image
+
+
+def test_grids_are_g_maps_and_whole_waves_never_more_blocks_than_elements():
+    found = gpu_tuning.grids(100_000_000, 256, 132)
+    assert found == {"per element": 390625, "1 wave": 1056, "2 waves": 2112, "4 waves": 4224}
+    assert gpu_tuning.grids(1000, 1024, 132) == {"per element": 1, "1 wave": 1, "2 waves": 1, "4 waves": 1}
+
+
+def test_the_launch_sweep_runs_and_checks_its_results():
+    compute = open_compute(g.Backend.cuda)
+    if not images.is_fake(compute):
+        pytest.skip("on a real GPU benchmarks/gpu_check.py runs the sweep at full size")
+    with images.host_images():
+        figure, rows = gpu_tuning.launch_configs(compute, n=10_001, arch="sm_90")
+    assert len(rows) == 2 * len(gpu_tuning.BLOCKS) * 4
+    assert all(r["ms"] > 0 and r["copy/this"] > 0 for r in rows)
+    assert figure.startswith("scale_relu: copy") and "; gelu: copy" in figure
+    table = gpu_tuning.sweep_table(rows)
+    assert table.count("\n") == 1 + 2 * len(gpu_tuning.BLOCKS) and "| gelu | 1024 |" in table
