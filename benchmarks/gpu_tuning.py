@@ -16,9 +16,9 @@ libcuda with host images (tests/map/test_gpu_tuning.py), which checks the script
 from __future__ import annotations
 
 import numpy as np
+from kernels import KERNELS
 
 import gompute as g
-import gompute.lang as gl
 from gompute.compile import build_image
 from gompute.lang.kernel import MapKernel
 
@@ -29,19 +29,7 @@ WAVES = (1, 2, 4)
 THREADS_PER_SM = {"sm_75": 1024, "sm_86": 1536, "sm_87": 1536, "sm_89": 1536}
 
 
-class Scale(g.Params):
-    scale: g.f32
-
-
-@gl.map_kernel(block_size=256)
-def scale_relu(x: g.f32, p: Scale) -> g.f32:
-    y = x * p.scale
-    return y if y > 0 else g.f32(0)
-
-
-@gl.map_kernel(block_size=256)
-def gelu(x: g.f32) -> g.f32:
-    return 0.5 * x * (1 + gl.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+BENCHES = {name: KERNELS[name] for name in ("scale_relu", "gelu")}
 
 
 def with_block(kernel: MapKernel, block: int) -> MapKernel:
@@ -51,10 +39,10 @@ def with_block(kernel: MapKernel, block: int) -> MapKernel:
 def vector_source(block: int = 256) -> str:
     """g.map's CUDA module for scale_relu, and after it an entry that calls the same kernel
     function on four elements per 16-byte load and store (the last len % 4 one at a time)."""
-    kernel = with_block(scale_relu, block)
+    kernel = with_block(KERNELS["scale_relu"].kernel("f32"), block)
     body = "\n".join(f"    v.{c} = gompute_kernel_scale_relu(v.{c}, params);" for c in "xyzw")
     return f"""{kernel.source("cuda")}
-GOMPUTE_GLOBAL void __launch_bounds__({block}) scale_relu__out_v4(float* in0, float* out, uint64_t len, const Scale params) {{
+GOMPUTE_GLOBAL void __launch_bounds__({block}) scale_relu__out_v4(float* in0, float* out, uint64_t len, const {kernel.params_class.__name__} params) {{
   const uint64_t quads = len / 4;
   for (uint64_t i = gompute_thread_index(); i < quads; i += gompute_thread_count()) {{
     float4 v = reinterpret_cast<const float4*>(in0)[i];
@@ -123,20 +111,20 @@ class Setup:
         return event_ms(self.gpu, self.stream, lambda: kernel.launch(grid, block, 0, args, stream=self.stream))
 
 
-def _reference(name: str, x: np.ndarray) -> np.ndarray:
-    if name == "scale_relu":
-        return np.maximum(x * np.float32(2), 0)
-    c = np.float32(0.7978845608028654)
-    return np.float32(0.5) * x * (1 + np.tanh(c * (x + np.float32(0.044715) * x * x * x)))
+def _arguments(setup: Setup, name: str) -> tuple[list, np.ndarray]:
+    """The `name__out` entry's arguments over setup's buffers, and the NumPy result."""
+    bench = BENCHES[name]
+    params = bench.typed_params("f32")
+    packed = [g.interface.arg(g.abi.pack(bench.kernel("f32").params_class, **params))] if params else []
+    args = [setup.x.arg_ptr(), setup.out.arg_ptr(), g.interface.arg(g.u64(setup.n)), *packed]
+    return args, bench.numpy(setup.host, **params)
 
 
 def sweep(gpu, setup: Setup, name: str, arch: str | None) -> list[dict]:
     """Each (block, grid) of `name`'s g.map entry: milliseconds and its ratio to the copy. Each
     block size's result is checked on its smallest grid, the one that loops most."""
-    base = {"scale_relu": scale_relu, "gelu": gelu}[name]
-    params = [g.interface.arg(g.abi.pack(Scale, scale=2))] if name == "scale_relu" else []
-    args = [setup.x.arg_ptr(), setup.out.arg_ptr(), g.interface.arg(g.u64(setup.n)), *params]
-    expected = _reference(name, setup.host)
+    base = BENCHES[name].kernel("f32")
+    args, expected = _arguments(setup, name)
     sms = gpu.device_info().multiprocessors
     rows = []
     for block in BLOCKS:
@@ -166,10 +154,8 @@ def launch_configs(gpu, n: int = N, arch: str | None = None) -> tuple[str, list[
     """The block-size and grid sweep of both kernels: a one-line figure and the rows."""
     setup = Setup(gpu, n)
     try:
-        rows = [r for name in ("scale_relu", "gelu") for r in sweep(gpu, setup, name, arch)]
-        figures = [
-            f"{name}: {_summary([r for r in rows if r['kernel'] == name], setup)}" for name in ("scale_relu", "gelu")
-        ]
+        rows = [r for name in BENCHES for r in sweep(gpu, setup, name, arch)]
+        figures = [f"{name}: {_summary([r for r in rows if r['kernel'] == name], setup)}" for name in BENCHES]
     finally:
         setup.free()
     return "; ".join(figures), rows
@@ -182,14 +168,8 @@ def vector_loads(gpu, n: int = N + 3) -> str:
     setup = Setup(gpu, n)
     try:
         module = gpu.load_module(build_image("cuda", vector_source(), arch, "scale_relu_v4")[0])
-        args = [
-            setup.x.arg_ptr(),
-            setup.out.arg_ptr(),
-            g.interface.arg(g.u64(n)),
-            g.interface.arg(g.abi.pack(Scale, scale=2)),
-        ]
+        args, expected = _arguments(setup, "scale_relu")
         sms = gpu.device_info().multiprocessors
-        expected = _reference("scale_relu", setup.host)
         best = {}
         for symbol, elements in (("scale_relu__out", n), ("scale_relu__out_v4", -(-n // 4))):
             kernel = module.get_kernel(symbol)
