@@ -167,6 +167,29 @@ bool broadcast(const ArrayView* views, int count, int& ndim, int64_t* shape) {
   return true;
 }
 
+// Whether a new result for a first input `v` is made in C order, as kernel.py's _layout
+// decides: unless v has the broadcast shape and, over its dims of extent > 1 and stride != 0,
+// strides that do not shrink from outer to inner.
+bool c_ordered(const ArrayView& v, const int64_t* shape, int ndim) {
+  if (v.ndim() != ndim || !std::equal(shape, shape + ndim, v.shape())) return true;
+  int64_t last = -1;
+  for (int d = 0; d < ndim; ++d) {
+    if (shape[d] == 1 || v.stride(d) == 0) continue;
+    const int64_t s = v.stride(d) < 0 ? -v.stride(d) : v.stride(d);
+    if (last >= 0 && s > last) return false;
+    last = s;
+  }
+  return true;
+}
+
+// The dims of an array by decreasing stride magnitude, ties in C order, as kernel.py's
+// _memory_order: the order a strided launch walks them in.
+void memory_order(const ArrayView& v, int ndim, int* order) {
+  for (int d = 0; d < ndim; ++d) order[d] = d;
+  auto magnitude = [&](int d) { return v.stride(d) < 0 ? -v.stride(d) : v.stride(d); };
+  std::stable_sort(order, order + ndim, [&](int a, int b) { return magnitude(a) > magnitude(b); });
+}
+
 }  // namespace
 
 py::object FastMap::call(PyObject* args, PyObject* kwargs) {
@@ -203,6 +226,7 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   // is not the arrays') fails the checks below like any other output.
   py::object result;
   if (!out || out == Py_None) {
+    if (!c_ordered(inputs[0], shape, ndim)) return py::object();  // laid out like it: the general path
     result = new_output(PyTuple_GET_ITEM(args, 0), shape, ndim, signature, size_t(arity_));
     if (!result) return py::object();  // the general path has not made one for these yet
   } else {
@@ -254,7 +278,10 @@ bool FastMap::pack_strides(const ArrayView* inputs, const ArrayView& out, const 
   int merged = 0;
   int64_t extents[kMaxNdim];
   int64_t steps[kMaxArity + 1][kMaxNdim];
-  for (int d = 0; d < ndim; ++d) {
+  int order[ArrayView::kMaxDims];
+  memory_order(out, ndim, order);
+  for (int i = 0; i < ndim; ++i) {
+    const int d = order[i];
     if (shape[d] == 1) continue;
     bool joins = merged > 0;
     for (int a = 0; a < arrays && joins; ++a) joins = steps[a][merged - 1] == element_stride(a, d) * shape[d];

@@ -241,9 +241,17 @@ class _Call:
             _check_overlap(self.kernel.name, inputs, out)
             return self.out, out
         make, self.finish = _output_maker(self.arrays[0], bound, out_type)
-        result = make(shape)
-        if self.finish is _same:  # the C++ path may make later results the same way
-            self.make = make
+        order = None if make.fn == bound.compute.empty else _layout(inputs[0], shape)
+        if order is not None:  # laid out like the first input: made in that order, then viewed back
+            import array_api_compat
+
+            made = make(tuple(shape[d] for d in order))
+            back = tuple(int(d) for d in np.argsort(order))
+            result = array_api_compat.array_namespace(made).permute_dims(made, back)
+        else:
+            result = make(shape)
+            if self.finish is _same:  # the C++ path may make later C-order results the same way
+                self.make = make
         return result, asbuffer(result)
 
     # -- launch -------------------------------------------------------------------------
@@ -353,12 +361,14 @@ def _check_overlap(name: str, inputs, out) -> None:
 
 def _collapsed(shape, inputs, out):
     """(shape, element strides per array) with the inputs broadcast to `shape`, dims of
-    extent 1 dropped, and neighbouring dims merged wherever every array allows it."""
+    extent 1 dropped, the rest walked in the output's memory order (largest stride outermost,
+    ties in C order), and neighbouring dims merged wherever every array allows it."""
     arrays = [*inputs, out]
     table = [_element_strides(b, shape) for b in arrays]
     merged_shape: list[int] = []
     merged = [[] for _ in arrays]
-    for d, extent in enumerate(shape):
+    for d in _memory_order(table[-1]):
+        extent = shape[d]
         if extent == 1:
             continue
         if merged_shape and all(m[-1] == t[d] * extent for m, t in zip(merged, table)):
@@ -374,6 +384,27 @@ def _collapsed(shape, inputs, out):
             f"these arrays need {len(merged_shape)} dimensions even merged; kernels take at most {_MAX_DIMS}"
         )
     return tuple(merged_shape), [tuple(m) for m in merged]
+
+
+def _memory_order(strides) -> list[int]:
+    """The dims of an array by decreasing stride magnitude, ties in C order (csrc/dispatch.cpp
+    walks them the same way)."""
+    return sorted(range(len(strides)), key=lambda d: -abs(strides[d]))
+
+
+def _layout(b: _core.Buffer, shape) -> tuple[int, ...] | None:
+    """The order of dims a new result of `shape` is laid out in, outermost first, when `b` (the
+    first input) has that very shape and is not in C order, so that `g.map(k)(x.T)` returns an array laid
+    out like x.T, as NumPy, CuPy and PyTorch do; None for C order. Dims of extent 1 and of stride
+    0 say nothing and go outermost. csrc/dispatch.cpp's fast path makes C-order results only,
+    and sends calls this gives an order for here."""
+    if tuple(b.shape) != tuple(shape) or len(shape) < 2:
+        return None
+    telling = [d for d in range(len(shape)) if shape[d] != 1 and b.strides[d] != 0]
+    if all(abs(b.strides[p]) >= abs(b.strides[q]) for p, q in zip(telling, telling[1:])):
+        return None
+    rest = [d for d in range(len(shape)) if d not in telling]
+    return (*rest, *sorted(telling, key=lambda d: -abs(b.strides[d])))
 
 
 def _element_strides(b: _core.Buffer, shape) -> list[int]:

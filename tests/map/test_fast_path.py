@@ -220,10 +220,14 @@ def test_new_outputs_are_made_by_the_first_arrays_library_in_cpp():
         np.testing.assert_array_equal(np.asarray(b), expected(x, 2))
         assert b is not buf and np.asarray(b) is not np.asarray(buf)
     assert calls == ["ndarray", "Tensor", "Buffer"]  # each library's first call only
-    v = k(t.T, scale=3)  # strided in, a new C-contiguous tensor out, once general then in C++
+    w = k(t[::2], scale=3)  # strided in C order: a new C-contiguous tensor, once general then in C++
+    w = k(t[::2], scale=3)
+    np.testing.assert_array_equal(w.numpy(), expected(x[::2], 3))
+    assert w.is_contiguous() and len(calls) == 4
+    v = k(t.T, scale=3)  # a transpose: a new tensor laid out like it, which only the general path makes
     v = k(t.T, scale=3)
     np.testing.assert_array_equal(v.numpy(), expected(x.T, 3))
-    assert v.is_contiguous() and len(calls) == 4
+    assert v.stride() == t.T.stride() and len(calls) == 6
 
 
 def test_g_map_is_one_object_per_kernel_so_inline_calls_are_cached():
