@@ -394,10 +394,10 @@ def _memory_order(strides) -> list[int]:
 
 def _layout(b: _core.Buffer, shape) -> tuple[int, ...] | None:
     """The order of dims a new result of `shape` is laid out in, outermost first, when `b` (the
-    first input) has that very shape and is not in C order, so that `g.map(k)(x.T)` returns an array laid
-    out like x.T, as NumPy, CuPy and PyTorch do; None for C order. Dims of extent 1 and of stride
-    0 say nothing and go outermost. csrc/dispatch.cpp's fast path makes C-order results only,
-    and sends calls this gives an order for here."""
+    first input) has that very shape and is not in C order, so that `g.map(k)(x.T)` returns
+    an array laid out like x.T, as NumPy, CuPy and PyTorch do; None for C order. Dims of
+    extent 1 and of stride 0 say nothing and go outermost. csrc/dispatch.cpp's fast path makes
+    C-order results only, and sends calls this gives an order for here."""
     if tuple(b.shape) != tuple(shape) or len(shape) < 2:
         return None
     telling = [d for d in range(len(shape)) if shape[d] != 1 and b.strides[d] != 0]

@@ -109,7 +109,7 @@ GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {
 // block range. The output, contiguous along the rows, is never one of the transposed inputs, so
 // each tile may be read in full before it is written. Short wide tiles, one 8 x 8 register
 // transpose high, write the output in long runs: a 10000 x 1000 f32 transpose went from 2.3-3.0x
-// the contiguous time with 64 x 64 tiles to 1.8-1.9x; a 3162 x 3162 one stayed at 2.7-3.6x.
+// the contiguous time with 64 x 64 tiles to 1.75-2.0x; a 3162 x 3162 one stays at 2.3-3.1x.
 #define GOMPUTE_TILE_ROWS 8
 #define GOMPUTE_TILE_COLS 256
 #define GOMPUTE_TILE_PREFETCH 16
