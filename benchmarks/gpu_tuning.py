@@ -16,6 +16,7 @@ libcuda with host images (tests/map/test_gpu_tuning.py), which checks the script
 from __future__ import annotations
 
 import numpy as np
+from gpu_check import event_ms
 from kernels import KERNELS
 
 import gompute as g
@@ -53,20 +54,6 @@ GOMPUTE_GLOBAL void __launch_bounds__({block}) scale_relu__out_v4(float* in0, fl
     out[i] = gompute_kernel_scale_relu(in0[i], params);
 }}
 """
-
-
-def event_ms(gpu, stream, fn, repeats: int = 5) -> float:
-    """Median milliseconds of `fn()` on `stream`, timed with events, after one warm-up call."""
-    start, end = gpu.create_event(), gpu.create_event()
-    fn()
-    times = []
-    for _ in range(repeats):
-        start.record(stream)
-        fn()
-        end.record(stream)
-        end.synchronize()
-        times.append(start.elapsed_ms(end))
-    return float(np.median(times))
 
 
 def grids(n: int, block: int, sms: int, arch: str | None = None) -> dict[str, int]:
