@@ -209,7 +209,7 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
     for k, p in enumerate(pointers[:-1]):
         st = f"strides.strides[{k}]"
         lines += [
-            f"          {storage_ctype(p.type)} t{k}[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_COLS];",
+            f"          {storage_ctype(p.type)} t{k}[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_PITCH];",
             f"          const auto* p{k} = {p.name} + (int64_t)r * {st}[0] + c * {st}[1];",
             f"          if (tiled{k}) gompute_gather_tile(t{k}, p{k}, {st}[1], t, m, (int64_t)cols - c);",
         ]
@@ -222,7 +222,7 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
     ]
     for k in range(out):
         st = f"strides.strides[{k}]"
-        row = f"t{k} + i * GOMPUTE_TILE_COLS + j0"
+        row = f"t{k} + i * GOMPUTE_TILE_PITCH + j0"
         walked = f"gompute_source({row}, p{k} + i * {st}[0] + j0 * {st}[1], {st}[1], j1 - j0)"
         lines.append(f"            const auto* s{k} = tiled{k} ? {row} : {walked};")
     o = pointers[out].name

@@ -107,12 +107,18 @@ GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {
 // GOMPUTE_TILE_ROWS contiguous elements at a time, into a tile buffer in L1 (a small transpose),
 // and the rows function then runs on each row of the tile, the first and last rows clipped to the
 // block range. The output, contiguous along the rows, is never one of the transposed inputs, so
-// each tile may be read in full before it is written. Short wide tiles, one 8 x 8 register
-// transpose high, write the output in long runs: a 10000 x 1000 f32 transpose went from 2.3-3.0x
-// the contiguous time with 64 x 64 tiles to 1.75-2.0x; a 3162 x 3162 one stays at 2.3-3.1x.
-#define GOMPUTE_TILE_ROWS 8
+// each tile may be read in full before it is written. Tiles 16 rows high read each input column
+// a whole 64-byte line of f32 at a time (8 rows used half of every line, and took the other half
+// back from L2 a tile row later): in one run on the 2-core VM, 10000 x 1000 went from 1.82x the
+// contiguous time to 1.63x and 3162 x 3162 from 2.29x to 1.80x (8 x 256 tiles before, 64 x 64
+// before that). The buffer rows are padded (the pitch) and the prefetch runs 32 columns ahead:
+// each a few per cent, near the noise. A throwaway C model of this loop put a
+// transpose that stores straight from the registers at 1.0-1.1x: the remaining gap is the
+// gather and the rows pass running one after the other, not overlapped.
+#define GOMPUTE_TILE_ROWS 16
 #define GOMPUTE_TILE_COLS 256
-#define GOMPUTE_TILE_PREFETCH 16
+#define GOMPUTE_TILE_PITCH (GOMPUTE_TILE_COLS + 8)
+#define GOMPUTE_TILE_PREFETCH 32
 
 template <int N>
 GOMPUTE_FN bool gompute_tiled(const gompute_strides<N>& s, int a) {
@@ -133,7 +139,7 @@ GOMPUTE_FN bool gompute_tile_layout(const gompute_strides<N>& s) {
 #if __has_builtin(__builtin_shufflevector)  // GCC 12+, clang: no intrinsics header to parse
 #define GOMPUTE_TRANSPOSE_8X8 1
 typedef uint32_t gompute_v8u __attribute__((vector_size(32), aligned(4), may_alias));
-// An 8 x 8 block of 4-byte elements, transposed in registers: b[i * GOMPUTE_TILE_COLS + j] =
+// An 8 x 8 block of 4-byte elements, transposed in registers: b[i * GOMPUTE_TILE_PITCH + j] =
 // p[i + j * step] for i, j < 8, the elements moved as bits (floats or integers alike). The
 // shuffles are AVX's unpack, shuffle and 128-bit permute steps, written portably.
 GOMPUTE_FN void gompute_transpose_8x8(void* b, const void* p, int64_t step) {
@@ -152,15 +158,15 @@ GOMPUTE_FN void gompute_transpose_8x8(void* b, const void* p, int64_t step) {
     r[k + 3] = __builtin_shufflevector(t[k + 1], t[k + 3], 2, 3, 10, 11, 6, 7, 14, 15);
   }
   for (int k = 0; k < 4; ++k) {
-    *(gompute_v8u*)(o + k * GOMPUTE_TILE_COLS) = __builtin_shufflevector(r[k], r[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-    *(gompute_v8u*)(o + (k + 4) * GOMPUTE_TILE_COLS) =
+    *(gompute_v8u*)(o + k * GOMPUTE_TILE_PITCH) = __builtin_shufflevector(r[k], r[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    *(gompute_v8u*)(o + (k + 4) * GOMPUTE_TILE_PITCH) =
         __builtin_shufflevector(r[k], r[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
   }
 }
 #endif
 #endif
 
-// b[i * GOMPUTE_TILE_COLS + j] = p[i + j * step] for i < t, j < m: t rows of m elements of a tile,
+// b[i * GOMPUTE_TILE_PITCH + j] = p[i + j * step] for i < t, j < m: t rows of m elements of a tile,
 // read down the columns. Full-height columns of 4-byte elements go in 8 x 8 register transposes,
 // which prefetch the columns GOMPUTE_TILE_PREFETCH further on (into the next tile, while `ahead`,
 // the columns left from p, allows).
@@ -177,12 +183,12 @@ GOMPUTE_ROWS void gompute_gather_tile(S* b, const S* p, int64_t step, int64_t t,
         __builtin_prefetch(f + GOMPUTE_TILE_ROWS - 1);
       }
       for (int64_t i = 0; i < GOMPUTE_TILE_ROWS; i += 8)
-        gompute_transpose_8x8(b + i * GOMPUTE_TILE_COLS + j, p + i + j * step, step);
+        gompute_transpose_8x8(b + i * GOMPUTE_TILE_PITCH + j, p + i + j * step, step);
     }
   }
 #endif
   for (int64_t j = done; j < m; ++j) {
     const S* q = p + j * step;
-    for (int64_t i = 0; i < t; ++i) b[i * GOMPUTE_TILE_COLS + j] = q[i];
+    for (int64_t i = 0; i < t; ++i) b[i * GOMPUTE_TILE_PITCH + j] = q[i];
   }
 }

@@ -123,10 +123,10 @@ GOMPUTE_HOST_KERNEL(loops__strided) {
           const int64_t m = (int64_t)cols - c < GOMPUTE_TILE_COLS ? (int64_t)cols - c : GOMPUTE_TILE_COLS;
           const uint64_t first = r * cols + (uint64_t)c, last = (r + t - 1) * cols + (uint64_t)(c + m);
           if (end <= first || base >= last) continue;
-          int32_t t0[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_COLS];
+          int32_t t0[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_PITCH];
           const auto* p0 = in0 + (int64_t)r * strides.strides[0][0] + c * strides.strides[0][1];
           if (tiled0) gompute_gather_tile(t0, p0, strides.strides[0][1], t, m, (int64_t)cols - c);
-          float t1[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_COLS];
+          float t1[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_PITCH];
           const auto* p1 = in1 + (int64_t)r * strides.strides[1][0] + c * strides.strides[1][1];
           if (tiled1) gompute_gather_tile(t1, p1, strides.strides[1][1], t, m, (int64_t)cols - c);
           for (int64_t i = 0; i < t; ++i) {
@@ -134,8 +134,8 @@ GOMPUTE_HOST_KERNEL(loops__strided) {
             const int64_t j0 = base > at ? (int64_t)(base - at) : 0;
             const int64_t j1 = end < at + (uint64_t)m ? (int64_t)(end - at) : m;
             if (j0 >= j1) continue;
-            const auto* s0 = tiled0 ? t0 + i * GOMPUTE_TILE_COLS + j0 : gompute_source(t0 + i * GOMPUTE_TILE_COLS + j0, p0 + i * strides.strides[0][0] + j0 * strides.strides[0][1], strides.strides[0][1], j1 - j0);
-            const auto* s1 = tiled1 ? t1 + i * GOMPUTE_TILE_COLS + j0 : gompute_source(t1 + i * GOMPUTE_TILE_COLS + j0, p1 + i * strides.strides[1][0] + j0 * strides.strides[1][1], strides.strides[1][1], j1 - j0);
+            const auto* s0 = tiled0 ? t0 + i * GOMPUTE_TILE_PITCH + j0 : gompute_source(t0 + i * GOMPUTE_TILE_PITCH + j0, p0 + i * strides.strides[0][0] + j0 * strides.strides[0][1], strides.strides[0][1], j1 - j0);
+            const auto* s1 = tiled1 ? t1 + i * GOMPUTE_TILE_PITCH + j0 : gompute_source(t1 + i * GOMPUTE_TILE_PITCH + j0, p1 + i * strides.strides[1][0] + j0 * strides.strides[1][1], strides.strides[1][1], j1 - j0);
             auto* s2 = out + (int64_t)(r + i) * strides.strides[2][0] + c + j0;
             gompute_kernel_loops_rows(s0, s1, s2, j1 - j0);
           }

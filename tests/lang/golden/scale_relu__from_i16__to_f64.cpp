@@ -74,7 +74,7 @@ GOMPUTE_HOST_KERNEL(scale_relu__from_i16__to_f64__strided) {
           const int64_t m = (int64_t)cols - c < GOMPUTE_TILE_COLS ? (int64_t)cols - c : GOMPUTE_TILE_COLS;
           const uint64_t first = r * cols + (uint64_t)c, last = (r + t - 1) * cols + (uint64_t)(c + m);
           if (end <= first || base >= last) continue;
-          int16_t t0[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_COLS];
+          int16_t t0[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_PITCH];
           const auto* p0 = in0 + (int64_t)r * strides.strides[0][0] + c * strides.strides[0][1];
           if (tiled0) gompute_gather_tile(t0, p0, strides.strides[0][1], t, m, (int64_t)cols - c);
           for (int64_t i = 0; i < t; ++i) {
@@ -82,7 +82,7 @@ GOMPUTE_HOST_KERNEL(scale_relu__from_i16__to_f64__strided) {
             const int64_t j0 = base > at ? (int64_t)(base - at) : 0;
             const int64_t j1 = end < at + (uint64_t)m ? (int64_t)(end - at) : m;
             if (j0 >= j1) continue;
-            const auto* s0 = tiled0 ? t0 + i * GOMPUTE_TILE_COLS + j0 : gompute_source(t0 + i * GOMPUTE_TILE_COLS + j0, p0 + i * strides.strides[0][0] + j0 * strides.strides[0][1], strides.strides[0][1], j1 - j0);
+            const auto* s0 = tiled0 ? t0 + i * GOMPUTE_TILE_PITCH + j0 : gompute_source(t0 + i * GOMPUTE_TILE_PITCH + j0, p0 + i * strides.strides[0][0] + j0 * strides.strides[0][1], strides.strides[0][1], j1 - j0);
             auto* s1 = out + (int64_t)(r + i) * strides.strides[1][0] + c + j0;
             gompute_kernel_scale_relu_rows(s0, s1, j1 - j0, params);
           }
