@@ -106,8 +106,8 @@ def mix3(a: g.f32, b: g.f32, c: g.f32) -> g.f32:
 # not multiples of either, a single tile, one row or column of tiles, and block ranges (32 or 256
 # elements, times the pool's grain) that start and end mid-row, their first and last rows clipped.
 TILE_SHAPES = [
-    (2, 2), (3, 1000), (1000, 3), (17, 129), (8, 256), (16, 256), (15, 264), (64, 64), (65, 136), (33, 300), (9, 513), (257, 131),
-    (1, 500), (500, 1),
+    (2, 2), (3, 1000), (1000, 3), (17, 129), (8, 256), (16, 256), (15, 264), (64, 64), (65, 136), (33, 300),
+    (9, 513), (257, 131), (1, 500), (500, 1),
 ]  # fmt: skip
 
 
