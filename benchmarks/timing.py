@@ -16,6 +16,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from importlib import metadata
+from pathlib import Path
 
 
 def calibrate(fn: Callable, target_s: float) -> int:
@@ -91,12 +92,18 @@ def _compiler() -> str | None:
     return f"{c.identity} (-march=native = {c.target_cpu})"
 
 
+def git_commit(folder: Path) -> str:
+    """The commit `folder` is checked out at, "-dirty" after it when the tree has uncommitted
+    changes (the figures are then not the commit's); "" outside a git checkout."""
+    describe = ["git", "describe", "--always", "--dirty"]
+    try:
+        return subprocess.run(describe, cwd=folder, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return ""
+
+
 def machine(threads: int) -> dict:
     """Where and with what the numbers were measured."""
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        commit = ""
     return {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "host": platform.node(),
@@ -107,7 +114,7 @@ def machine(threads: int) -> dict:
         "python": platform.python_version(),
         "gompute_host_threads": threads,
         "compiler": _compiler(),
-        "git_commit": commit,
+        "git_commit": git_commit(Path(__file__).resolve().parent),
         "versions": {p: _version(p) for p in ("gompute", "numpy", "numexpr", "torch", "matplotlib")},
         "env": {
             k: os.environ[k]
