@@ -109,10 +109,10 @@ GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {
 // block range. The output, contiguous along the rows, is never one of the transposed inputs, so
 // each tile may be read in full before it is written. Tiles 16 rows high read each input column
 // a whole 64-byte line of f32 at a time (8 rows used half of every line, and took the other half
-// back from L2 a tile row later): in one run on the 2-core VM, 10000 x 1000 went from 1.82x the
-// contiguous time to 1.63x and 3162 x 3162 from 2.29x to 1.80x (8 x 256 tiles before, 64 x 64
-// before that). The buffer rows are padded (the pitch) and the prefetch runs 32 columns ahead:
-// each a few per cent, near the noise. A throwaway C model of this loop put a
+// back from L2 a tile row later): on the 2-core VM, 10000 x 1000 went from 1.82x the contiguous
+// time to 1.63-1.67x and 3162 x 3162 from 2.29x to 1.88-1.92x (benchmarks/results/
+// 2026-12-03-vm-transpose.md). The padded buffer rows (the pitch) and the prefetch 32 columns
+// ahead gained a few per cent each, near the noise. A throwaway C model of this loop put a
 // transpose that stores straight from the registers at 1.0-1.1x: the remaining gap is the
 // gather and the rows pass running one after the other, not overlapped.
 #define GOMPUTE_TILE_ROWS 16
