@@ -102,25 +102,37 @@ def mix3(a: g.f32, b: g.f32, c: g.f32) -> g.f32:
 
 
 # The 2-D tile path (host_strided.h): tiles of 16 rows by 256 columns, the full-height columns of
-# 4-byte elements in two 8 x 8 register transposes and the rest element by element; shapes that are
-# not multiples of either, a single tile, one row or column of tiles, and block ranges (32 or 256
-# elements, times the pool's grain) that start and end mid-row, their first and last rows clipped.
+# 2- and 4-byte elements in 8 x 8 register transposes, of 8-byte ones in 4 x 4, and the rest element
+# by element; shapes that are not multiples of either, a single tile, one row or column of tiles,
+# and block ranges (32 or 256 elements, times the pool's grain) that start and end mid-row, their
+# first and last rows clipped.
 TILE_SHAPES = [
     (2, 2), (3, 1000), (1000, 3), (17, 129), (8, 256), (16, 256), (15, 264), (64, 64), (65, 136), (33, 300),
     (9, 513), (257, 131), (1, 500), (500, 1),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("kernel", [affine, affine_small_blocks])
+@g.map_kernel
+def affine_any(x):
+    return x * 2 + 1
+
+
+@g.map_kernel(block_size=32)
+def affine_any_small_blocks(x):
+    return x * 2 + 1
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("kernel", [affine_any, affine_any_small_blocks])
 @pytest.mark.parametrize("shape", TILE_SHAPES)
-def test_tiled_transpose_writes_only_its_view(kernel, shape):
+def test_tiled_transpose_writes_only_its_view(kernel, shape, dtype):
     rows, cols = shape
-    x = _f32(rows * cols, seed=3).reshape(cols, rows).T
+    x = _f32(rows * cols, seed=3).astype(dtype).reshape(cols, rows).T
     assert x.shape == shape
-    base = np.full((rows + 2, cols + 5), np.nan, np.float32)
+    base = np.full((rows + 2, cols + 5), np.nan, dtype)
     out = base[1 : rows + 1, 2 : cols + 2]
     g.map(kernel)(x, out=out)
-    np.testing.assert_array_equal(out, x * np.float32(2) + 1)
+    np.testing.assert_array_equal(out, x * 2 + 1)
     untouched = np.ones(base.shape, bool)
     untouched[1 : rows + 1, 2 : cols + 2] = False
     assert np.isnan(base[untouched]).all()

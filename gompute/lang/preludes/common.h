@@ -28,7 +28,9 @@ GOMPUTE_FN uint16_t gompute_bf16_bits_from_f32(float x) {
 GOMPUTE_FN float gompute_f32_from_bf16_bits(uint16_t b) { return gompute_f32_from_bits((uint32_t)b << 16); }
 
 #if defined(GOMPUTE_NEEDS_F16)
+#if !defined(GOMPUTE_HAS_ROUND_F16)  // a backend prelude may round in a way of its own
 GOMPUTE_FN float gompute_round_f16(float x) { return gompute_f32_from_f16_bits(gompute_f16_bits_from_f32(x)); }
+#endif
 GOMPUTE_FN float gompute_round_f16_f64(double x) { return gompute_round_f16(gompute_f32_round_odd(x)); }
 GOMPUTE_FN float gompute_load_f16(gompute_f16 h) { return gompute_f32_from_f16_bits(h.bits); }
 GOMPUTE_FN gompute_f16 gompute_store_f16(float x) { gompute_f16 h = {gompute_f16_bits_from_f32(x)}; return h; }

@@ -60,7 +60,7 @@ GOMPUTE_FN void gompute_runs(const gompute_strides<N>& s, uint64_t begin, uint64
 // constant strides get loops of their own: with the stride known, the compiler vectorizes them
 // (contiguous loads, then a permute or deinterleave), where the general loop is one load a lane.
 template <typename S>
-GOMPUTE_ROWS void gompute_gather(S* b, const S* p, int64_t step, int64_t n) {
+GOMPUTE_ROWS void gompute_gather_lanes(S* b, const S* p, int64_t step, int64_t n) {
   if (step == 0) {
     for (int64_t j = 0; j < n; ++j) b[j] = p[0];
   } else if (step == 1) {
@@ -79,7 +79,7 @@ GOMPUTE_ROWS void gompute_gather(S* b, const S* p, int64_t step, int64_t n) {
 }
 
 template <typename S>
-GOMPUTE_ROWS void gompute_scatter(S* p, int64_t step, const S* b, int64_t n) {
+GOMPUTE_ROWS void gompute_scatter_lanes(S* p, int64_t step, const S* b, int64_t n) {
   if (step == 1) {
     for (int64_t j = 0; j < n; ++j) p[j] = b[j];
   } else if (step == -1) {
@@ -89,6 +89,24 @@ GOMPUTE_ROWS void gompute_scatter(S* p, int64_t step, const S* b, int64_t n) {
   } else {
     for (int64_t j = 0; j < n; ++j) p[j * step] = b[j];
   }
+}
+
+// What an element is copied as: a half as its 16 bits, since GCC copies a struct one at a time,
+// where it copies integers in vector lanes (the f16 copies of x[::2] took 1.5x the contiguous time).
+template <typename S> struct gompute_lane { typedef S type; };
+template <> struct gompute_lane<gompute_f16> { typedef uint16_t type; };
+template <> struct gompute_lane<gompute_bf16> { typedef uint16_t type; };
+
+template <typename S>
+GOMPUTE_FN void gompute_gather(S* b, const S* p, int64_t step, int64_t n) {
+  typedef typename gompute_lane<S>::type L;
+  gompute_gather_lanes((L*)b, (const L*)p, step, n);
+}
+
+template <typename S>
+GOMPUTE_FN void gompute_scatter(S* p, int64_t step, const S* b, int64_t n) {
+  typedef typename gompute_lane<S>::type L;
+  gompute_scatter_lanes((L*)p, step, (const L*)b, n);
 }
 
 // A chunk's input: the run itself where it is contiguous, else gathered into b.
@@ -137,16 +155,21 @@ GOMPUTE_FN bool gompute_tile_layout(const gompute_strides<N>& s) {
 
 #if defined(__has_builtin)
 #if __has_builtin(__builtin_shufflevector)  // GCC 12+, clang: no intrinsics header to parse
-#define GOMPUTE_TRANSPOSE_8X8 1
-typedef uint32_t gompute_v8u __attribute__((vector_size(32), aligned(4), may_alias));
-// An 8 x 8 block of 4-byte elements, transposed in registers: b[i * GOMPUTE_TILE_PITCH + j] =
-// p[i + j * step] for i, j < 8, the elements moved as bits (floats or integers alike). The
-// shuffles are AVX's unpack, shuffle and 128-bit permute steps, written portably.
-GOMPUTE_FN void gompute_transpose_8x8(void* b, const void* p, int64_t step) {
-  const uint32_t* q = (const uint32_t*)p;
-  uint32_t* o = (uint32_t*)b;
-  gompute_v8u r[8], t[8];
-  for (int k = 0; k < 8; ++k) r[k] = *(const gompute_v8u*)(q + k * step);
+#define GOMPUTE_REGISTER_TRANSPOSE 1
+// Loaded and stored with memcpy, which is an unaligned vector move: a template argument loses a
+// typedef's aligned() attribute, and with it the vector type assumes its full alignment.
+typedef uint16_t gompute_v8h __attribute__((vector_size(16)));
+typedef uint32_t gompute_v8u __attribute__((vector_size(32)));
+typedef uint64_t gompute_v4d __attribute__((vector_size(32)));
+
+// An 8 x 8 block of 2- or 4-byte elements (V: 8 of them), transposed in registers:
+// b[i * GOMPUTE_TILE_PITCH + j] = p[i + j * step] for i, j < 8, the elements moved as bits
+// (floats, halves or integers alike). The shuffles are AVX's unpack, shuffle and 128-bit permute
+// steps, written portably.
+template <typename V, typename E>
+GOMPUTE_FN void gompute_transpose_8x8(E* o, const E* q, int64_t step) {
+  V r[8], t[8];
+  for (int k = 0; k < 8; ++k) memcpy(&r[k], q + k * step, sizeof(V));
   for (int k = 0; k < 8; k += 2) {
     t[k] = __builtin_shufflevector(r[k], r[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
     t[k + 1] = __builtin_shufflevector(r[k], r[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
@@ -158,37 +181,66 @@ GOMPUTE_FN void gompute_transpose_8x8(void* b, const void* p, int64_t step) {
     r[k + 3] = __builtin_shufflevector(t[k + 1], t[k + 3], 2, 3, 10, 11, 6, 7, 14, 15);
   }
   for (int k = 0; k < 4; ++k) {
-    *(gompute_v8u*)(o + k * GOMPUTE_TILE_PITCH) = __builtin_shufflevector(r[k], r[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-    *(gompute_v8u*)(o + (k + 4) * GOMPUTE_TILE_PITCH) =
-        __builtin_shufflevector(r[k], r[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    t[k] = __builtin_shufflevector(r[k], r[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    t[k + 4] = __builtin_shufflevector(r[k], r[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
   }
+  for (int k = 0; k < 8; ++k) memcpy(o + k * GOMPUTE_TILE_PITCH, &t[k], sizeof(V));
+}
+
+// The same for a 4 x 4 block of 8-byte elements: unpack pairs, then swap 128-bit halves.
+GOMPUTE_FN void gompute_transpose_4x4(uint64_t* o, const uint64_t* q, int64_t step) {
+  gompute_v4d r[4], t[4];
+  for (int k = 0; k < 4; ++k) memcpy(&r[k], q + k * step, sizeof r[k]);
+  for (int k = 0; k < 4; k += 2) {
+    t[k] = __builtin_shufflevector(r[k], r[k + 1], 0, 4, 2, 6);
+    t[k + 1] = __builtin_shufflevector(r[k], r[k + 1], 1, 5, 3, 7);
+  }
+  for (int k = 0; k < 2; ++k) {
+    r[k] = __builtin_shufflevector(t[k], t[k + 2], 0, 1, 4, 5);
+    r[k + 2] = __builtin_shufflevector(t[k], t[k + 2], 2, 3, 6, 7);
+  }
+  for (int k = 0; k < 4; ++k) memcpy(o + k * GOMPUTE_TILE_PITCH, &r[k], sizeof r[k]);
+}
+
+// Elements of `bytes` bytes go in register blocks of gompute_block_width<bytes> columns (0: none).
+template <int bytes>
+struct gompute_block_width { static const int value = bytes == 2 || bytes == 4 ? 8 : bytes == 8 ? 4 : 0; };
+
+template <typename S>
+GOMPUTE_FN void gompute_transpose_block(S* o, const S* q, int64_t step) {
+  if constexpr (sizeof(S) == 2) gompute_transpose_8x8<gompute_v8h>((uint16_t*)o, (const uint16_t*)q, step);
+  if constexpr (sizeof(S) == 4) gompute_transpose_8x8<gompute_v8u>((uint32_t*)o, (const uint32_t*)q, step);
+  if constexpr (sizeof(S) == 8) gompute_transpose_4x4((uint64_t*)o, (const uint64_t*)q, step);
 }
 #endif
 #endif
 
 // b[i * GOMPUTE_TILE_PITCH + j] = p[i + j * step] for i < t, j < m: t rows of m elements of a tile,
-// read down the columns. Full-height columns of 4-byte elements go in 8 x 8 register transposes,
-// which prefetch the columns GOMPUTE_TILE_PREFETCH further on (into the next tile, while `ahead`,
-// the columns left from p, allows).
+// read down the columns. Full-height columns of 2-, 4- and 8-byte elements go in register
+// transposes, which prefetch the columns GOMPUTE_TILE_PREFETCH further on (into the next tile,
+// while `ahead`, the columns left from p, allows).
 template <typename S>
 GOMPUTE_ROWS void gompute_gather_tile(S* b, const S* p, int64_t step, int64_t t, int64_t m, int64_t ahead) {
   int64_t done = 0;  // columns gathered in register transposes
-#if defined(GOMPUTE_TRANSPOSE_8X8)
-  if (sizeof(S) == 4 && t == GOMPUTE_TILE_ROWS) {
-    done = m - m % 8;
-    for (int64_t j = 0; j < done; j += 8) {
-      for (int64_t k = j + GOMPUTE_TILE_PREFETCH; k < j + 8 + GOMPUTE_TILE_PREFETCH && k < ahead; ++k) {
+#if defined(GOMPUTE_REGISTER_TRANSPOSE)
+  const int64_t w = gompute_block_width<sizeof(S)>::value;
+  if (w && t == GOMPUTE_TILE_ROWS) {
+    done = m - m % w;
+    for (int64_t j = 0; j < done; j += w) {
+      for (int64_t k = j + GOMPUTE_TILE_PREFETCH; k < j + w + GOMPUTE_TILE_PREFETCH && k < ahead; ++k) {
         const S* f = p + k * step;
         for (int64_t l = 0; l < GOMPUTE_TILE_ROWS; l += 64 / sizeof(S)) __builtin_prefetch(f + l);
         __builtin_prefetch(f + GOMPUTE_TILE_ROWS - 1);
       }
-      for (int64_t i = 0; i < GOMPUTE_TILE_ROWS; i += 8)
-        gompute_transpose_8x8(b + i * GOMPUTE_TILE_PITCH + j, p + i + j * step, step);
+      for (int64_t i = 0; i < GOMPUTE_TILE_ROWS; i += w)
+        gompute_transpose_block(b + i * GOMPUTE_TILE_PITCH + j, p + i + j * step, step);
     }
   }
 #endif
+  typedef typename gompute_lane<S>::type L;
+  L* lanes = (L*)b;
   for (int64_t j = done; j < m; ++j) {
-    const S* q = p + j * step;
-    for (int64_t i = 0; i < t; ++i) b[i * GOMPUTE_TILE_PITCH + j] = q[i];
+    const L* q = (const L*)(p + j * step);
+    for (int64_t i = 0; i < t; ++i) lanes[i * GOMPUTE_TILE_PITCH + j] = q[i];
   }
 }
