@@ -132,7 +132,9 @@ def _other_md(results) -> list[str]:
             for r in results["strided"]
         ]
         lines += _table(
-            "Strided and broadcast inputs (f32)", "case|n|contiguous|strided|contiguous/strided|NumPy/strided", rows
+            "Strided and broadcast inputs (f32 unless named)",
+            "case|n|contiguous|strided|contiguous/strided|NumPy/strided",
+            rows,
         )
     if results.get("small"):
         rows = [

@@ -119,8 +119,8 @@ def sweep(quick: bool, log) -> list[dict]:
     return rows
 
 
-def strided_cases(n: int) -> list[tuple[str, object, list, list, dict]]:
-    """(case, kernel, contiguous inputs, strided/broadcast inputs of the same shape, params)."""
+def strided_cases(n: int) -> list[tuple[str, object, str, list, list, dict]]:
+    """(case, kernel, dtype, contiguous inputs, strided/broadcast inputs of the same shape, params)."""
     sr, fu = KERNELS["scale_relu"], KERNELS["fused"]
     cols = 1000
     rows = n // cols
@@ -129,22 +129,30 @@ def strided_cases(n: int) -> list[tuple[str, object, list, list, dict]]:
     side = int(n**0.5)
     square = x[: side * side].reshape(side, side)
     a, b, c = (v.reshape(rows, cols) for v in make_inputs(fu, rows * cols, "f32"))
+
+    def transpose(t, dtype="f32", named=""):
+        t = t.astype(DTYPES[dtype], copy=False)
+        case = f"scale_relu {named}2-D transpose {t.shape[1]}x{t.shape[0]}"
+        return case, sr, dtype, [np.ascontiguousarray(t.T)], [t.T], sr.typed_params(dtype)
+
     return [
-        ("scale_relu x[::2]", sr, [np.ascontiguousarray(x[::2])], [x[::2]], sr.typed_params("f32")),
-        ("scale_relu x[::-1]", sr, [np.ascontiguousarray(x[n - 1 :: -1])], [x[n - 1 :: -1]], sr.typed_params("f32")),
-        *(
-            (
-                f"scale_relu 2-D transpose {t.shape[0]}x{t.shape[1]}",
-                sr,
-                [np.ascontiguousarray(t)],
-                [t],
-                sr.typed_params("f32"),
-            )
-            for t in (tall.T, square.T)
+        ("scale_relu x[::2]", sr, "f32", [np.ascontiguousarray(x[::2])], [x[::2]], sr.typed_params("f32")),
+        (
+            "scale_relu x[::-1]",
+            sr,
+            "f32",
+            [np.ascontiguousarray(x[n - 1 :: -1])],
+            [x[n - 1 :: -1]],
+            sr.typed_params("f32"),
         ),
+        transpose(tall),
+        transpose(square),
+        transpose(square, "f64", "f64 "),
+        transpose(square, "f16", "f16 "),
         (
             "fused, y a broadcast row, z a broadcast column",
             fu,
+            "f32",
             [
                 a,
                 np.ascontiguousarray(np.broadcast_to(b[0], a.shape)),
@@ -159,10 +167,10 @@ def strided_cases(n: int) -> list[tuple[str, object, list, list, dict]]:
 def strided(quick: bool, log) -> list[dict]:
     n = 1_000_000 if quick else 10_000_000
     rows = []
-    for case, bench, contiguous, views, params in strided_cases(n):
-        kernel = g.map(bench.kernel("f32"))
+    for case, bench, dtype, contiguous, views, params in strided_cases(n):
+        kernel = g.map(bench.kernel(dtype))
         shape = np.broadcast_shapes(*(v.shape for v in views))
-        out = np.zeros(shape, np.float32)
+        out = np.zeros(shape, DTYPES[dtype])
         np.testing.assert_array_equal(kernel(*views, **params), kernel(*contiguous, **params))
         samples = interleaved(
             {
