@@ -167,18 +167,37 @@ bool broadcast(const ArrayView* views, int count, int& ndim, int64_t* shape) {
   return true;
 }
 
-// Whether a new result for a first input `v` is made in C order, as kernel.py's _layout
-// decides: unless v has the broadcast shape and, over its dims of extent > 1 and stride != 0,
-// strides that do not shrink from outer to inner.
-bool c_ordered(const ArrayView& v, const int64_t* shape, int ndim) {
-  if (v.ndim() != ndim || !std::equal(shape, shape + ndim, v.shape())) return true;
-  int64_t last = -1;
-  for (int d = 0; d < ndim; ++d) {
-    if (shape[d] == 1 || v.stride(d) == 0) continue;
-    const int64_t s = v.stride(d) < 0 ? -v.stride(d) : v.stride(d);
-    if (last >= 0 && s > last) return false;
-    last = s;
+// Whether a new result is made in C order, as kernel.py's _layout decides (NumPy's rule): an
+// insertion sort of the dims from the innermost out, a dim moving inside another only when every
+// input not broadcast along either has the larger stride on it.
+bool c_ordered(const ArrayView* inputs, int n, int ndim) {
+  auto magnitude = [&](int i, int d) -> int64_t {  // 0 where input i is broadcast along dim d
+    const ArrayView& v = inputs[i];
+    const int e = d - (ndim - v.ndim());
+    if (e < 0 || v.shape()[e] == 1) return 0;
+    return v.stride(e) < 0 ? -v.stride(e) : v.stride(e);
+  };
+  int perm[ArrayView::kMaxDims];  // innermost first
+  for (int k = 0; k < ndim; ++k) perm[k] = ndim - 1 - k;
+  for (int i = 1; i < ndim; ++i) {
+    const int outer = perm[i];
+    int at = i;
+    for (int j = i - 1; j >= 0; --j) {
+      bool told = false, all_larger = true;
+      for (int k = 0; k < n; ++k) {
+        const int64_t inner = magnitude(k, perm[j]), here = magnitude(k, outer);
+        if (!inner || !here) continue;
+        told = true;
+        all_larger = all_larger && inner > here;
+      }
+      if (told && !all_larger) break;
+      if (told) at = j;
+    }
+    for (int k = i; k > at; --k) perm[k] = perm[k - 1];
+    perm[at] = outer;
   }
+  for (int k = 0; k < ndim; ++k)
+    if (perm[k] != ndim - 1 - k) return false;
   return true;
 }
 
@@ -226,7 +245,7 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   // is not the arrays') fails the checks below like any other output.
   py::object result;
   if (!out || out == Py_None) {
-    if (!c_ordered(inputs[0], shape, ndim)) return py::object();  // laid out like it: the general path
+    if (!c_ordered(inputs, arity_, ndim)) return py::object();  // laid out like the inputs: the general path
     result = new_output(PyTuple_GET_ITEM(args, 0), shape, ndim, signature, size_t(arity_));
     if (!result) return py::object();  // the general path has not made one for these yet
   } else {

@@ -241,8 +241,8 @@ class _Call:
             _check_overlap(self.kernel.name, inputs, out)
             return self.out, out
         make, self.finish = _output_maker(self.arrays[0], bound, out_type)
-        order = None if make.fn == bound.compute.empty else _layout(inputs[0], shape)
-        if order is not None:  # laid out like the first input: made in that order, then viewed back
+        order = None if make.fn == bound.compute.empty else _layout(inputs, shape)
+        if order is not None:  # laid out like the inputs: made in that order, then viewed back
             import array_api_compat
 
             made = make(tuple(shape[d] for d in order))
@@ -392,19 +392,36 @@ def _memory_order(strides) -> list[int]:
     return sorted(range(len(strides)), key=lambda d: -abs(strides[d]))
 
 
-def _layout(b: _core.Buffer, shape) -> tuple[int, ...] | None:
-    """The order of dims a new result of `shape` is laid out in, outermost first, when `b` (the
-    first input) has that very shape and is not in C order, so that `g.map(k)(x.T)` returns
-    an array laid out like x.T, as NumPy, CuPy and PyTorch do; None for C order. Dims of
-    extent 1 and of stride 0 say nothing and go outermost. csrc/dispatch.cpp's fast path makes
-    C-order results only, and sends calls this gives an order for here."""
-    if tuple(b.shape) != tuple(shape) or len(shape) < 2:
+def _layout(inputs: list[_core.Buffer], shape) -> tuple[int, ...] | None:
+    """The order of dims a new result of `shape` is laid out in, outermost first, so that
+    `g.map(k)(x.T)` returns an array laid out like x.T, as NumPy, CuPy and PyTorch do; None for
+    C order. NumPy's rule for a ufunc's result (its iterator's order 'K'), over all the inputs:
+    an insertion sort of the dims from the innermost out, where a dim moves inside another only
+    when every input that is not broadcast along either (extent 1 or stride 0) has the larger
+    stride on it; dims no input tells apart keep their C order. csrc/dispatch.cpp's fast path
+    makes C-order results only, and sends here every call whose inputs are not each in C order."""
+    nd = len(shape)
+    if nd < 2:
         return None
-    telling = [d for d in range(len(shape)) if shape[d] != 1 and b.strides[d] != 0]
-    if all(abs(b.strides[p]) >= abs(b.strides[q]) for p, q in zip(telling, telling[1:])):
-        return None
-    rest = [d for d in range(len(shape)) if d not in telling]
-    return (*rest, *sorted(telling, key=lambda d: -abs(b.strides[d])))
+    strides = [_broadcast_strides(b, shape) for b in inputs]
+    perm = list(range(nd - 1, -1, -1))  # innermost first
+    for i in range(1, nd):
+        outer, at = perm[i], i
+        for j in range(i - 1, -1, -1):
+            votes = [abs(s[perm[j]]) > abs(s[outer]) for s in strides if s[perm[j]] and s[outer]]
+            if votes and not all(votes):
+                break
+            if votes:
+                at = j
+        perm.insert(at, perm.pop(i))
+    order = tuple(perm[::-1])
+    return None if order == tuple(range(nd)) else order
+
+
+def _broadcast_strides(b: _core.Buffer, shape) -> list[int]:
+    """`b`'s strides in bytes over `shape`, 0 along the dims it is broadcast in."""
+    pad = len(shape) - len(b.shape)
+    return [0] * pad + [0 if e == 1 else s for e, s in zip(b.shape, b.strides)]
 
 
 def _element_strides(b: _core.Buffer, shape) -> list[int]:
@@ -412,8 +429,7 @@ def _element_strides(b: _core.Buffer, shape) -> list[int]:
     itemsize = b.dtype.itemsize
     if any(s % itemsize for s in b.strides):
         raise ArgumentError(f"an array with strides {tuple(b.strides)} bytes is not made of whole {b.dtype} elements")
-    pad = len(shape) - len(b.shape)
-    return [0] * pad + [0 if e == 1 else s // itemsize for e, s in zip(b.shape, b.strides)]
+    return [s // itemsize for s in _broadcast_strides(b, shape)]
 
 
 # ---- where results and streams come from ---------------------------------------------------

@@ -217,3 +217,30 @@ def test_any_broadcast_of_views_matches_numpy(shape, data):
     k(*views, out=out)
     np.testing.assert_array_equal(out, want)
     assert len(calls) == (1 if out.size else 2)  # a zero-size call launches nothing to learn from
+    made = k(*views)
+    np.testing.assert_array_equal(made, want)
+    if made.size:  # laid out as NumPy lays out a ufunc's result, weighing all three inputs
+        assert _layout_of(made) == _layout_of(_numpy_result(*views))
+
+
+def _numpy_result(*arrays) -> np.ndarray:
+    """The array NumPy makes for a ufunc's result over `arrays`: its iterator's, in order 'K'."""
+    ops = [["readonly"]] * len(arrays) + [["writeonly", "allocate"]]
+    return np.nditer([*arrays, None], order="K", flags=["zerosize_ok"], op_flags=ops).operands[-1]
+
+
+def test_a_new_result_is_laid_out_by_every_input():
+    a = rng.standard_normal((40, 30))
+    t = rng.standard_normal((30, 40)).T
+    col = rng.standard_normal((40, 1))
+    k, calls = counting(axpy)
+    for _ in range(2):  # a C-order input outvotes a transposed one: C order, on the fast path
+        made = k(a, t, t)
+        assert made.flags.c_contiguous
+        np.testing.assert_array_equal(made, a * t + t)
+    assert len(calls) == 1
+    for _ in range(2):  # a broadcast column says nothing of the rows: laid out like the transposes
+        made = k(col, t, t)
+        assert made.flags.f_contiguous and not made.flags.c_contiguous
+        np.testing.assert_array_equal(made, col * t + t)
+    assert len(calls) == 3  # an order other than C's is the general path's to make
