@@ -223,17 +223,19 @@ template <typename S>
 GOMPUTE_ROWS void gompute_gather_tile(S* b, const S* p, int64_t step, int64_t t, int64_t m, int64_t ahead) {
   int64_t done = 0;  // columns gathered in register transposes
 #if defined(GOMPUTE_REGISTER_TRANSPOSE)
-  const int64_t w = gompute_block_width<sizeof(S)>::value;
-  if (w && t == GOMPUTE_TILE_ROWS) {
-    done = m - m % w;
-    for (int64_t j = 0; j < done; j += w) {
-      for (int64_t k = j + GOMPUTE_TILE_PREFETCH; k < j + w + GOMPUTE_TILE_PREFETCH && k < ahead; ++k) {
-        const S* f = p + k * step;
-        for (int64_t l = 0; l < GOMPUTE_TILE_ROWS; l += 64 / sizeof(S)) __builtin_prefetch(f + l);
-        __builtin_prefetch(f + GOMPUTE_TILE_ROWS - 1);
+  constexpr int64_t w = gompute_block_width<sizeof(S)>::value;
+  if constexpr (w > 0) {  // no register blocks for 1-byte elements
+    if (t == GOMPUTE_TILE_ROWS) {
+      done = m - m % w;
+      for (int64_t j = 0; j < done; j += w) {
+        for (int64_t k = j + GOMPUTE_TILE_PREFETCH; k < j + w + GOMPUTE_TILE_PREFETCH && k < ahead; ++k) {
+          const S* f = p + k * step;
+          for (int64_t l = 0; l < GOMPUTE_TILE_ROWS; l += 64 / sizeof(S)) __builtin_prefetch(f + l);
+          __builtin_prefetch(f + GOMPUTE_TILE_ROWS - 1);
+        }
+        for (int64_t i = 0; i < GOMPUTE_TILE_ROWS; i += w)
+          gompute_transpose_block(b + i * GOMPUTE_TILE_PITCH + j, p + i + j * step, step);
       }
-      for (int64_t i = 0; i < GOMPUTE_TILE_ROWS; i += w)
-        gompute_transpose_block(b + i * GOMPUTE_TILE_PITCH + j, p + i + j * step, step);
     }
   }
 #endif
