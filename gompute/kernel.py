@@ -399,7 +399,8 @@ def _layout(inputs: list[_core.Buffer], shape) -> tuple[int, ...] | None:
     an insertion sort of the dims from the innermost out, where a dim moves inside another only
     when every input that is not broadcast along either (extent 1 or stride 0) has the larger
     stride on it; dims no input tells apart keep their C order. csrc/dispatch.cpp's fast path
-    makes C-order results only, and sends here every call whose inputs are not each in C order."""
+    runs the same sort, makes C-order results only, and sends the calls this gives an order for
+    here."""
     nd = len(shape)
     if nd < 2:
         return None
