@@ -20,6 +20,11 @@ def affine(x: g.f32) -> g.f32:
 
 
 @g.map_kernel
+def affine_any(x):
+    return x * 2 + 1
+
+
+@g.map_kernel
 def mix(a: g.f64, b: g.f64) -> g.f64:
     return a * 2 - b
 
@@ -34,22 +39,25 @@ STEPS = [-4, -3, -2, -1, 2, 3, 4, 5, 17]
 LENGTHS = [1, 7, 128, 1000]
 
 
+# f16 too: halves are copied as 16-bit lanes (host_strided.h's gompute_lane), not as structs.
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("n", LENGTHS)
 @pytest.mark.parametrize("step", STEPS)
-def test_gathered_runs(step, n):
-    x = _f32(abs(step) * n + 3)[::step][:n]
+def test_gathered_runs(step, n, dtype):
+    x = _f32(abs(step) * n + 3).astype(dtype)[::step][:n]
     assert x.shape == (n,)
-    np.testing.assert_array_equal(g.map(affine)(x), x * np.float32(2) + 1)
+    np.testing.assert_array_equal(g.map(affine_any)(x), x * 2 + 1)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("n", LENGTHS)
 @pytest.mark.parametrize("step", STEPS)
-def test_scattered_runs(step, n):
-    x = _f32(n)
-    base = np.zeros(abs(step) * n + 3, np.float32)
+def test_scattered_runs(step, n, dtype):
+    x = _f32(n).astype(dtype)
+    base = np.zeros(abs(step) * n + 3, dtype)
     out = base[::step][:n]
-    g.map(affine)(x, out=out)
-    np.testing.assert_array_equal(out, x * np.float32(2) + 1)
+    g.map(affine_any)(x, out=out)
+    np.testing.assert_array_equal(out, x * 2 + 1)
     untouched = np.ones(base.shape, bool)
     untouched[::step][:n] = False
     assert (base[untouched] == 0).all()
@@ -110,11 +118,6 @@ TILE_SHAPES = [
     (2, 2), (3, 1000), (1000, 3), (17, 129), (8, 256), (16, 256), (15, 264), (64, 64), (65, 136), (33, 300),
     (9, 513), (257, 131), (1, 500), (500, 1),
 ]  # fmt: skip
-
-
-@g.map_kernel
-def affine_any(x):
-    return x * 2 + 1
 
 
 @g.map_kernel(block_size=32)
