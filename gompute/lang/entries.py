@@ -105,7 +105,10 @@ def _gpu_strided(unit, entry, structs, call_name: str) -> list[str]:
 
 def _rows_template(unit, structs, call_name: str) -> list[str]:
     """`NAME_rows(in0, ..., out, n[, params])`: the kernel over n contiguous elements, for any
-    storage types (each entry instantiates it with its own)."""
+    storage types (each entry instantiates it with its own). Every caller passes an output that is
+    one of the inputs, element for element, or overlaps none of them (g.map refuses other
+    overlaps), so the loop is marked GOMPUTE_INDEPENDENT (host.h): a kernel with a loop that is
+    not unrolled (16 Newton steps in f16) stayed scalar without it."""
     n_in = len(unit.in_types)
     names = [f"S{k}" for k in range(n_in)] + ["SO"]
     params = [f"const {structs[unit.params_class]}& params"] if unit.params_class is not None else []
@@ -114,6 +117,7 @@ def _rows_template(unit, structs, call_name: str) -> list[str]:
     return [
         f"template <{', '.join(f'typename {t}' for t in names)}>",
         f"GOMPUTE_ROWS void {call_name}_rows({', '.join(args)}) {{",
+        "  GOMPUTE_INDEPENDENT",
         f"  for (int64_t j = 0; j < n; ++j) gompute_put(out[j], {_call(unit, call_name, values)});",
         "}",
     ]

@@ -31,6 +31,16 @@ GOMPUTE_VECTOR_MATH2(atan2) GOMPUTE_VECTOR_MATH2(pow) GOMPUTE_VECTOR_MATH2(hypot
 #define GOMPUTE_FN static inline __attribute__((always_inline))
 // A kernel over contiguous rows: compiled once, called by every entry point of a specialization.
 #define GOMPUTE_ROWS static __attribute__((noinline))
+// Before a rows loop: no iteration depends on another (its output is one of its inputs, element
+// for element, or overlaps none). GCC checks aliasing at run time only for an innermost loop; a
+// kernel with a loop of its own that is not unrolled vectorizes across it only on this promise.
+#if defined(__clang__)
+#define GOMPUTE_INDEPENDENT _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define GOMPUTE_INDEPENDENT _Pragma("GCC ivdep")
+#else
+#define GOMPUTE_INDEPENDENT
+#endif
 
 GOMPUTE_FN uint32_t gompute_bits_f32(float x) { uint32_t b; memcpy(&b, &x, 4); return b; }
 GOMPUTE_FN float gompute_f32_from_bits(uint32_t b) { float x; memcpy(&x, &b, 4); return x; }

@@ -34,6 +34,7 @@ GOMPUTE_FN double gompute_kernel_branches(double x, const Affine p) {
 #line 35 "gompute-generated-entries"
 template <typename S0, typename SO>
 GOMPUTE_ROWS void gompute_kernel_branches_rows(const S0* in0, SO* out, int64_t n, const Affine& params) {
+  GOMPUTE_INDEPENDENT
   for (int64_t j = 0; j < n; ++j) gompute_put(out[j], gompute_kernel_branches(((double)gompute_value(in0[j])), params));
 }
 GOMPUTE_HOST_ARITY(branches, 3);

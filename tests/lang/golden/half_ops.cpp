@@ -11,6 +11,7 @@ GOMPUTE_FN float gompute_kernel_half_ops(float x, float y) {
 #line 12 "gompute-generated-entries"
 template <typename S0, typename S1, typename SO>
 GOMPUTE_ROWS void gompute_kernel_half_ops_rows(const S0* in0, const S1* in1, SO* out, int64_t n) {
+  GOMPUTE_INDEPENDENT
   for (int64_t j = 0; j < n; ++j) gompute_put(out[j], gompute_kernel_half_ops(((float)gompute_value(in0[j])), ((float)gompute_value(in1[j]))));
 }
 GOMPUTE_HOST_ARITY(half_ops, 4);

@@ -61,6 +61,7 @@ GOMPUTE_FN float gompute_kernel_loops(int32_t x, float y) {
 #line 62 "gompute-generated-entries"
 template <typename S0, typename S1, typename SO>
 GOMPUTE_ROWS void gompute_kernel_loops_rows(const S0* in0, const S1* in1, SO* out, int64_t n) {
+  GOMPUTE_INDEPENDENT
   for (int64_t j = 0; j < n; ++j) gompute_put(out[j], gompute_kernel_loops(((int32_t)gompute_value(in0[j])), ((float)gompute_value(in1[j]))));
 }
 GOMPUTE_HOST_ARITY(loops, 4);

@@ -13,6 +13,7 @@ GOMPUTE_FN float gompute_kernel_scale_relu(float x, const Params p) {
 #line 14 "gompute-generated-entries"
 template <typename S0, typename SO>
 GOMPUTE_ROWS void gompute_kernel_scale_relu_rows(const S0* in0, SO* out, int64_t n, const Params& params) {
+  GOMPUTE_INDEPENDENT
   for (int64_t j = 0; j < n; ++j) gompute_put(out[j], gompute_kernel_scale_relu(((float)gompute_value(in0[j])), params));
 }
 GOMPUTE_HOST_ARITY(scale_relu__from_i16__to_f64, 4);
