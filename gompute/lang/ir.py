@@ -179,6 +179,18 @@ class Function:
     callees: list[Function] = field(default_factory=list)
 
     @property
+    def has_loop(self) -> bool:
+        """Whether a `for` or `while` runs in this function or in one it calls."""
+
+        def any_loop(body: list[Stmt]) -> bool:
+            return any(
+                isinstance(s, (For, While)) or (isinstance(s, If) and (any_loop(s.body) or any_loop(s.orelse)))
+                for s in body
+            )
+
+        return any_loop(self.body) or any(c.has_loop for c in self.callees)
+
+    @property
     def params_struct(self) -> type | None:
         return next((p.params_class for p in self.params if p.params_class is not None), None)
 

@@ -1,27 +1,48 @@
-"""The host backend's f16 conversions (lang/preludes/host.h) are integer and float operations that
-vectorize, not _Float16 casts: they must give the hardware's bits for every half and for every
-kind of float, the round-to-even ties and the NaN payloads included."""
+"""The host backend's f16 conversions: halves in memory are widened and narrowed by the F16C
+instructions where the CPU has them (lang/preludes/host_strided.h), and otherwise, and for the
+rounding inside a kernel, by integer and float operations that vectorize, not _Float16 casts
+(lang/preludes/host.h). Either way they must give the hardware's bits for every half and for every
+kind of float, the round-to-even ties and the NaN payloads included, so each test runs both ways."""
 
 from __future__ import annotations
 
+import platform
+import shlex
+from types import SimpleNamespace
+
 import numpy as np
+import pytest
 
 import gompute as g
+from gompute.compile.host import find_compiler
 
 
-@g.map_kernel
-def widen(x: g.f16) -> g.f32:
-    return g.f32(x)
+def _kernels() -> SimpleNamespace:
+    """Fresh kernels, so that each way compiles its own."""
+
+    @g.map_kernel
+    def widen(x: g.f16) -> g.f32:
+        return g.f32(x)
+
+    @g.map_kernel
+    def narrow(x: g.f32) -> g.f16:  # rounded to a half in float bits, then stored as 16 bits
+        return g.f16(x)
+
+    @g.map_kernel
+    def round_to_half(x: g.f32) -> g.f32:  # rounded in float bits, kept a float
+        return g.f32(g.f16(x))
+
+    return SimpleNamespace(widen=g.map(widen), narrow=g.map(narrow), round_to_half=g.map(round_to_half))
 
 
-@g.map_kernel
-def narrow(x: g.f32) -> g.f16:  # rounded to a half in float bits, then stored as 16 bits
-    return g.f16(x)
-
-
-@g.map_kernel
-def round_to_half(x: g.f32) -> g.f32:  # rounded in float bits, kept a float
-    return g.f32(g.f16(x))
+@pytest.fixture(params=["cpu", "lanes"])
+def k(request, monkeypatch) -> SimpleNamespace:
+    """The kernels as this machine's CPU builds them, and built with no F16C instructions."""
+    if request.param == "lanes":
+        if platform.machine().lower() not in ("x86_64", "amd64"):
+            pytest.skip("F16C is an x86 extension: the default build already converts in lanes here")
+        monkeypatch.setenv("CXX", shlex.join([*find_compiler().command, "-mno-f16c"]))
+    return _kernels()
 
 
 def _bits(x: np.ndarray) -> np.ndarray:
@@ -56,9 +77,9 @@ def _halves(x: np.ndarray) -> np.ndarray:
     return h
 
 
-def test_every_half_widens_to_its_float():
+def test_every_half_widens_to_its_float(k):
     h = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
-    got = _bits(g.map(widen)(h.view(np.float16)))
+    got = _bits(k.widen(h.view(np.float16)))
     nan = (h & 0x7C00 == 0x7C00) & (h & 0x3FF != 0)
     want = _bits(h.view(np.float16).astype(np.float32)).copy()
     # a NaN widens quieted, its payload kept (what the F16C instruction gives, whatever NumPy does)
@@ -66,12 +87,12 @@ def test_every_half_widens_to_its_float():
     np.testing.assert_array_equal(got, want)
 
 
-def test_floats_narrow_to_the_nearest_half():
+def test_floats_narrow_to_the_nearest_half(k):
     x = _floats()
-    np.testing.assert_array_equal(_bits(g.map(narrow)(x)), _halves(x))
+    np.testing.assert_array_equal(_bits(k.narrow(x)), _halves(x))
 
 
-def test_rounding_to_a_half_in_float_bits_agrees_with_the_round_trip():
+def test_rounding_to_a_half_in_float_bits_agrees_with_the_round_trip(k):
     x = _floats()
     want = _bits(_halves(x).view(np.float16).astype(np.float32))
-    np.testing.assert_array_equal(_bits(g.map(round_to_half)(x)), want)
+    np.testing.assert_array_equal(_bits(k.round_to_half(x)), want)

@@ -109,6 +109,49 @@ GOMPUTE_FN void gompute_scatter(S* p, int64_t step, const S* b, int64_t n) {
   gompute_scatter_lanes((L*)p, step, (const L*)b, n);
 }
 
+// Halves in memory, widened and narrowed by the F16C instructions, 8 per instruction, a chunk at a
+// time around the kernel's rows (entries.py): the lane-by-lane conversions in integer operations
+// (host.h) took most of an f16 kernel's time. Both give the same bits for every input.
+#if defined(GOMPUTE_NEEDS_F16) && defined(__F16C__)
+#define GOMPUTE_F16C 1
+#define GOMPUTE_HALF_CHUNK 256
+typedef short gompute_v8hi __attribute__((vector_size(16)));
+typedef float gompute_v8sf __attribute__((vector_size(32)));
+
+template <typename S> struct gompute_is_half { static constexpr bool value = false; };
+template <> struct gompute_is_half<gompute_f16> { static constexpr bool value = true; };
+template <typename... S> struct gompute_any_half { static constexpr bool value = (gompute_is_half<S>::value || ...); };
+
+// A chunk of an input as the kernel reads it: halves widened into w, any other type where it is.
+template <typename S> GOMPUTE_FN const S* gompute_widen(float* w, const S* p, int64_t n) { return p; }
+GOMPUTE_FN const float* gompute_widen(float* w, const gompute_f16* p, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    gompute_v8hi h;
+    memcpy(&h, p + j, sizeof h);
+    const gompute_v8sf f = __builtin_ia32_vcvtph2ps256(h);
+    memcpy(w + j, &f, sizeof f);
+  }
+  for (; j < n; ++j) w[j] = gompute_load_f16(p[j]);
+  return w;
+}
+
+// Where the kernel writes a chunk of the output: for halves the floats w, narrowed into p after.
+template <typename S> GOMPUTE_FN S* gompute_wide_out(float* w, S* p) { return p; }
+GOMPUTE_FN float* gompute_wide_out(float* w, gompute_f16* p) { return w; }
+template <typename S> GOMPUTE_FN void gompute_narrow(S* p, const float* w, int64_t n) {}
+GOMPUTE_FN void gompute_narrow(gompute_f16* p, const float* w, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    gompute_v8sf f;
+    memcpy(&f, w + j, sizeof f);
+    const gompute_v8hi h = __builtin_ia32_vcvtps2ph256(f, 0);  // 0: round to nearest even
+    memcpy(p + j, &h, sizeof h);
+  }
+  for (; j < n; ++j) p[j] = gompute_store_f16(w[j]);
+}
+#endif
+
 // A chunk's input: the run itself where it is contiguous, else gathered into b.
 template <typename S>
 GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {

@@ -33,9 +33,24 @@ GOMPUTE_FN double gompute_kernel_branches(double x, const Affine p) {
 }
 #line 35 "gompute-generated-entries"
 template <typename S0, typename SO>
-GOMPUTE_ROWS void gompute_kernel_branches_rows(const S0* in0, SO* out, int64_t n, const Affine& params) {
+GOMPUTE_FN void gompute_kernel_branches_loop(const S0* in0, SO* out, int64_t n, const Affine& params) {
   GOMPUTE_INDEPENDENT
   for (int64_t j = 0; j < n; ++j) gompute_put(out[j], gompute_kernel_branches(((double)gompute_value(in0[j])), params));
+}
+template <typename S0, typename SO>
+GOMPUTE_ROWS void gompute_kernel_branches_rows(const S0* in0, SO* out, int64_t n, const Affine& params) {
+#if defined(GOMPUTE_F16C)
+  if constexpr (gompute_any_half<S0, SO>::value) {
+    for (int64_t j = 0; j < n; j += GOMPUTE_HALF_CHUNK) {
+      const int64_t m = n - j < GOMPUTE_HALF_CHUNK ? n - j : GOMPUTE_HALF_CHUNK;
+      float w0[GOMPUTE_HALF_CHUNK], wo[GOMPUTE_HALF_CHUNK];
+      gompute_kernel_branches_loop(gompute_widen(w0, in0 + j, m), gompute_wide_out(wo, out + j), m, params);
+      gompute_narrow(out + j, wo, m);
+    }
+    return;
+  }
+#endif
+  gompute_kernel_branches_loop(in0, out, n, params);
 }
 GOMPUTE_HOST_ARITY(branches, 3);
 GOMPUTE_HOST_KERNEL(branches) {

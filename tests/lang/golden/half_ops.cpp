@@ -10,9 +10,24 @@ GOMPUTE_FN float gompute_kernel_half_ops(float x, float y) {
 }
 #line 12 "gompute-generated-entries"
 template <typename S0, typename S1, typename SO>
-GOMPUTE_ROWS void gompute_kernel_half_ops_rows(const S0* in0, const S1* in1, SO* out, int64_t n) {
+GOMPUTE_FN void gompute_kernel_half_ops_loop(const S0* in0, const S1* in1, SO* out, int64_t n) {
   GOMPUTE_INDEPENDENT
   for (int64_t j = 0; j < n; ++j) gompute_put(out[j], gompute_kernel_half_ops(((float)gompute_value(in0[j])), ((float)gompute_value(in1[j]))));
+}
+template <typename S0, typename S1, typename SO>
+GOMPUTE_ROWS void gompute_kernel_half_ops_rows(const S0* in0, const S1* in1, SO* out, int64_t n) {
+#if defined(GOMPUTE_F16C)
+  if constexpr (gompute_any_half<S0, S1, SO>::value) {
+    for (int64_t j = 0; j < n; j += GOMPUTE_HALF_CHUNK) {
+      const int64_t m = n - j < GOMPUTE_HALF_CHUNK ? n - j : GOMPUTE_HALF_CHUNK;
+      float w0[GOMPUTE_HALF_CHUNK], w1[GOMPUTE_HALF_CHUNK], wo[GOMPUTE_HALF_CHUNK];
+      gompute_kernel_half_ops_loop(gompute_widen(w0, in0 + j, m), gompute_widen(w1, in1 + j, m), gompute_wide_out(wo, out + j), m);
+      gompute_narrow(out + j, wo, m);
+    }
+    return;
+  }
+#endif
+  gompute_kernel_half_ops_loop(in0, in1, out, n);
 }
 GOMPUTE_HOST_ARITY(half_ops, 4);
 GOMPUTE_HOST_KERNEL(half_ops) {

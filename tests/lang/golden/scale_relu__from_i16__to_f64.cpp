@@ -12,9 +12,24 @@ GOMPUTE_FN float gompute_kernel_scale_relu(float x, const Params p) {
 }
 #line 14 "gompute-generated-entries"
 template <typename S0, typename SO>
-GOMPUTE_ROWS void gompute_kernel_scale_relu_rows(const S0* in0, SO* out, int64_t n, const Params& params) {
+GOMPUTE_FN void gompute_kernel_scale_relu_loop(const S0* in0, SO* out, int64_t n, const Params& params) {
   GOMPUTE_INDEPENDENT
   for (int64_t j = 0; j < n; ++j) gompute_put(out[j], gompute_kernel_scale_relu(((float)gompute_value(in0[j])), params));
+}
+template <typename S0, typename SO>
+GOMPUTE_ROWS void gompute_kernel_scale_relu_rows(const S0* in0, SO* out, int64_t n, const Params& params) {
+#if defined(GOMPUTE_F16C)
+  if constexpr (gompute_any_half<S0, SO>::value) {
+    for (int64_t j = 0; j < n; j += GOMPUTE_HALF_CHUNK) {
+      const int64_t m = n - j < GOMPUTE_HALF_CHUNK ? n - j : GOMPUTE_HALF_CHUNK;
+      float w0[GOMPUTE_HALF_CHUNK], wo[GOMPUTE_HALF_CHUNK];
+      gompute_kernel_scale_relu_loop(gompute_widen(w0, in0 + j, m), gompute_wide_out(wo, out + j), m, params);
+      gompute_narrow(out + j, wo, m);
+    }
+    return;
+  }
+#endif
+  gompute_kernel_scale_relu_loop(in0, out, n, params);
 }
 GOMPUTE_HOST_ARITY(scale_relu__from_i16__to_f64, 4);
 GOMPUTE_HOST_KERNEL(scale_relu__from_i16__to_f64) {
