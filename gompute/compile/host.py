@@ -36,6 +36,9 @@ FLAGS = (
     "-fno-math-errno",
     "-fno-trapping-math",
     "-ffp-contract=off",
+    # A loop with a run-time trip count is emitted guarded (lang/emit.py); splitting it in two at
+    # the guard would stop GCC vectorizing across it.
+    "-fno-split-loops",
     "-w",
 )
 

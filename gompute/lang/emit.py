@@ -243,7 +243,18 @@ class FunctionEmitter(ExprEmitter):
             cond = f"{it} < {stop}" if s.step.value > 0 else f"{it} > {stop}"
         else:
             cond = f"({step} > 0 ? {it} < {stop} : {step} < 0 && {it} > {stop})"
-        self.lines.append(f"{pad}  for ({t} {it} = {self.expr(s.start)}; {cond}; {it} += {step}) {{")
-        self.block(s.body, depth + 2)
-        self.lines.append(f"{pad}  }}")
+        if isinstance(s.stop, ir.Const) or not isinstance(s.step, ir.Const):
+            self.lines.append(f"{pad}  for ({t} {it} = {self.expr(s.start)}; {cond}; {it} += {step}) {{")
+            self.block(s.body, depth + 2)
+            self.lines.append(f"{pad}  }}")
+        else:
+            # A trip count known only at run time (range(p.n)): a loop that runs at least once,
+            # its body guarded. GCC vectorizes across such a loop (the elements in lanes, the loop
+            # run once per vector); a `for` has a zero-trip test around it that stops it.
+            self.lines.append(f"{pad}  {t} {it} = {self.expr(s.start)};")
+            self.lines.append(f"{pad}  do {{")
+            self.lines.append(f"{pad}    if ({cond}) {{")
+            self.block(s.body, depth + 3)
+            self.lines.append(f"{pad}    }}")
+            self.lines.append(f"{pad}  }} while (({it} += {step}), {cond});")
         self.lines.append(f"{pad}}}")

@@ -67,3 +67,46 @@ def test_a_loop_kernel_matches_numpy_in_place_and_out(name, dtype, n):
     assert np.array_equal(y, want)
     strided = np.repeat(x, 2)[::2]  # the chunked path: gathered, then run as rows
     assert np.array_equal(k(strided), want)
+
+
+class Span(g.Params):
+    start: g.i32
+    stop: g.i32
+
+
+@g.map_kernel
+def spans(x: g.f32, p: Span) -> g.f32:
+    acc = x
+    for i in range(p.start, p.stop):  # a trip count known at run time: emitted as a guarded do-while
+        if i == 5:
+            continue
+        if i == 40:
+            break
+        acc = acc * 0.5 + g.f32(i)
+    for j in range(p.stop, p.start, -2):
+        acc = acc - g.f32(j) * 0.25
+    return acc
+
+
+def _np_spans(x, start, stop):
+    acc = x.copy()
+    for i in range(start, stop):
+        if i == 5:
+            continue
+        if i == 40:
+            break
+        acc = acc * np.float32(0.5) + np.float32(i)
+    for j in range(stop, start, -2):
+        acc = acc - np.float32(j) * np.float32(0.25)
+    return acc
+
+
+@pytest.mark.parametrize("start, stop", [(0, 0), (0, 1), (3, 2), (-4, 9), (0, 64), (7, 7), (10, -10)])
+def test_a_loop_over_a_run_time_range_runs_its_python_count(start, stop):
+    x = np.random.default_rng(abs(start - stop)).standard_normal(1001).astype(np.float32)
+    k = g.map(spans)
+    want = _np_spans(x, start, stop)
+    assert np.array_equal(k(x, start=start, stop=stop), want)
+    y = x.copy()
+    k(y, out=y, start=start, stop=stop)
+    assert np.array_equal(y, want)

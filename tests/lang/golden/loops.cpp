@@ -20,17 +20,20 @@ GOMPUTE_FN float gompute_kernel_loops(int32_t x, float y) {
   {
     const int32_t gompute_it1_stop = gompute_imod<int32_t>(x, 10);
     const int32_t gompute_it1_step = 1;
-    for (int32_t gompute_it1 = 0; gompute_it1 < gompute_it1_stop; gompute_it1 += gompute_it1_step) {
+    int32_t gompute_it1 = 0;
+    do {
+      if (gompute_it1 < gompute_it1_stop) {
 #line 62 "sample_kernels.py"
-      i = ((int64_t)(gompute_it1));
+        i = ((int64_t)(gompute_it1));
 #line 63 "sample_kernels.py"
-      if ((i == 3LL)) {
+        if ((i == 3LL)) {
 #line 64 "sample_kernels.py"
-        continue;
-      }
+          continue;
+        }
 #line 65 "sample_kernels.py"
-      acc = (acc + (y * ((float)(i))));
-    }
+        acc = (acc + (y * ((float)(i))));
+      }
+    } while ((gompute_it1 += gompute_it1_step), gompute_it1 < gompute_it1_stop);
   }
 #line 66 "sample_kernels.py"
   {
@@ -58,7 +61,7 @@ GOMPUTE_FN float gompute_kernel_loops(int32_t x, float y) {
 #line 73 "sample_kernels.py"
   return ((((acc + ((float)(k))) + 0.5f) + gompute_fn_square(y)) + ((float)(gompute_fn_square_2(2LL))));
 }
-#line 62 "gompute-generated-entries"
+#line 65 "gompute-generated-entries"
 template <typename S0, typename S1, typename SO>
 GOMPUTE_FN void gompute_kernel_loops_loop(const S0* in0, const S1* in1, SO* out, int64_t n) {
   GOMPUTE_INDEPENDENT

@@ -20,17 +20,20 @@ GOMPUTE_FN float gompute_kernel_loops(int32_t x, float y) {
   {
     const int32_t gompute_it1_stop = gompute_imod<int32_t>(x, 10);
     const int32_t gompute_it1_step = 1;
-    for (int32_t gompute_it1 = 0; gompute_it1 < gompute_it1_stop; gompute_it1 += gompute_it1_step) {
+    int32_t gompute_it1 = 0;
+    do {
+      if (gompute_it1 < gompute_it1_stop) {
 #line 62 "sample_kernels.py"
-      i = ((int64_t)(gompute_it1));
+        i = ((int64_t)(gompute_it1));
 #line 63 "sample_kernels.py"
-      if ((i == 3LL)) {
+        if ((i == 3LL)) {
 #line 64 "sample_kernels.py"
-        continue;
-      }
+          continue;
+        }
 #line 65 "sample_kernels.py"
-      acc = (acc + (y * ((float)(i))));
-    }
+        acc = (acc + (y * ((float)(i))));
+      }
+    } while ((gompute_it1 += gompute_it1_step), gompute_it1 < gompute_it1_stop);
   }
 #line 66 "sample_kernels.py"
   {
@@ -58,7 +61,7 @@ GOMPUTE_FN float gompute_kernel_loops(int32_t x, float y) {
 #line 73 "sample_kernels.py"
   return ((((acc + ((float)(k))) + 0.5f) + gompute_fn_square(y)) + ((float)(gompute_fn_square_2(2LL))));
 }
-#line 62 "gompute-generated-entries"
+#line 65 "gompute-generated-entries"
 GOMPUTE_GLOBAL void __launch_bounds__(256) loops(int32_t* in0, float* in1, float* out, uint64_t len) {
   for (uint64_t i = gompute_thread_index(); i < len; i += gompute_thread_count()) {
     out[i] = gompute_kernel_loops(in0[i], in1[i]);
