@@ -270,14 +270,14 @@ def memory(quick: bool, log) -> list[dict]:
 
 def vectorization(log) -> dict:
     """What g++ -fopt-info-vec-optimized says about scale_relu's generated host source."""
-    from gompute.compile.host import FLAGS, INCLUDE_DIR, find_compiler
+    from gompute.compile.host import INCLUDE_DIR, find_compiler
 
     source = KERNELS["scale_relu"].kernel("f32").source("host")
     compiler = find_compiler()
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "scale_relu.cpp"
         src.write_text(source)
-        flags = [f for f in FLAGS if f != "-w"]
+        flags = [f for f in compiler.flags if f != "-w"]
         argv = [
             *compiler.command,
             *flags,

@@ -36,11 +36,11 @@ FLAGS = (
     "-fno-math-errno",
     "-fno-trapping-math",
     "-ffp-contract=off",
-    # A loop with a run-time trip count is emitted guarded (lang/emit.py); splitting it in two at
-    # the guard would stop GCC vectorizing across it.
-    "-fno-split-loops",
     "-w",
 )
+# GCC only (Clang refuses it): a loop with a run-time trip count is emitted guarded (lang/emit.py),
+# and splitting it in two at the guard would stop GCC vectorizing across it.
+GCC_FLAGS = ("-fno-split-loops",)
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,13 @@ class HostCompiler:
     def identity(self) -> str:
         return f"{' '.join(self.command)}: {self.version}"
 
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """The options every generated module is compiled with, by this compiler."""
+        return FLAGS if "clang" in self.version.lower() else FLAGS + GCC_FLAGS
+
     def compile(self, source_path: Path, output: Path, extra: tuple[str, ...] = ()) -> None:
-        argv = [*self.command, *FLAGS, *extra, f"-I{INCLUDE_DIR}", "-o", str(output), str(source_path)]
+        argv = [*self.command, *self.flags, *extra, f"-I{INCLUDE_DIR}", "-o", str(output), str(source_path)]
         proc = subprocess.run(argv, capture_output=True, text=True)
         if proc.returncode != 0:
             raise CompileError(
@@ -130,7 +135,7 @@ def compile_shared_object(name: str, source: str, cache: DiskCache | None = None
         "backend": "host",
         "source": source,
         "compiler": compiler.identity,
-        "options": list(FLAGS),
+        "options": list(compiler.flags),
         "target": compiler.target_cpu,
         "abi": _abi_hash(),
     }

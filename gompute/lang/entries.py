@@ -127,7 +127,7 @@ def _rows_template(unit, structs, call_name: str) -> list[str]:
     # The output is narrowed by the F16C instruction too, unless the kernel has a loop: GCC runs
     # 32 elements of a chain of dependent operations at a time where halves are stored in the loop,
     # 16 where floats are, and that beat the cheaper conversion (16 f16 Newton steps at 1e7:
-    # 102 ms against 150 ms; scale_relu without a loop: 3.5-6.1 ms against 6.6-6.7 ms).
+    # 100-102 ms against 142-160 ms; scale_relu without a loop: 3.5-3.6 ms against 6.6-6.7 ms).
     narrow = not unit.function.has_loop
     wide = [f"w{k}" for k in range(n_in)] + (["wo"] if narrow else [])
     widened = [*(f"gompute_widen(w{k}, in{k} + j, m)" for k in range(n_in))]

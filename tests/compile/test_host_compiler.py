@@ -42,6 +42,13 @@ def test_cxx_is_used_first_and_is_part_of_the_key(tmp_path, monkeypatch, logging
     assert other != entry  # another compiler identity, another entry
 
 
+def test_gcc_only_options_go_to_gcc_only():
+    gcc = host.HostCompiler(("g++",), "g++ (Debian 12.2.0-14+deb12u1) 12.2.0", "cooperlake")
+    clang = host.HostCompiler(("zig", "c++"), "clang version 22.1.8", "sapphirerapids")
+    assert set(host.GCC_FLAGS) <= set(gcc.flags)  # Clang refuses -fno-split-loops
+    assert not set(host.GCC_FLAGS) & set(clang.flags) and set(host.FLAGS) <= set(clang.flags)
+
+
 def test_a_missing_cxx_falls_back_to_the_system_compiler(monkeypatch):
     monkeypatch.setenv("CXX", "/nonexistent/c++")
     assert host.find_compiler().command[0] != "/nonexistent/c++"

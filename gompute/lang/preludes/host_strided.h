@@ -117,6 +117,23 @@ GOMPUTE_FN void gompute_scatter(S* p, int64_t step, const S* b, int64_t n) {
 #define GOMPUTE_HALF_CHUNK 256
 typedef short gompute_v8hi __attribute__((vector_size(16)));
 typedef float gompute_v8sf __attribute__((vector_size(32)));
+#if defined(__clang__)  // Clang has no builtin of the instruction; its conversion of a vector is it
+typedef _Float16 gompute_v8hf __attribute__((vector_size(16)));
+GOMPUTE_FN gompute_v8sf gompute_cvtph_ps(gompute_v8hi h) {
+  gompute_v8hf x;
+  memcpy(&x, &h, sizeof x);
+  return __builtin_convertvector(x, gompute_v8sf);
+}
+GOMPUTE_FN gompute_v8hi gompute_cvtps_ph(gompute_v8sf f) {
+  const gompute_v8hf x = __builtin_convertvector(f, gompute_v8hf);
+  gompute_v8hi h;
+  memcpy(&h, &x, sizeof h);
+  return h;
+}
+#else
+GOMPUTE_FN gompute_v8sf gompute_cvtph_ps(gompute_v8hi h) { return __builtin_ia32_vcvtph2ps256(h); }
+GOMPUTE_FN gompute_v8hi gompute_cvtps_ph(gompute_v8sf f) { return __builtin_ia32_vcvtps2ph256(f, 0); }  // 0: to nearest even
+#endif
 
 template <typename S> struct gompute_is_half { static constexpr bool value = false; };
 template <> struct gompute_is_half<gompute_f16> { static constexpr bool value = true; };
@@ -129,7 +146,7 @@ GOMPUTE_FN const float* gompute_widen(float* w, const gompute_f16* p, int64_t n)
   for (; j + 8 <= n; j += 8) {
     gompute_v8hi h;
     memcpy(&h, p + j, sizeof h);
-    const gompute_v8sf f = __builtin_ia32_vcvtph2ps256(h);
+    const gompute_v8sf f = gompute_cvtph_ps(h);
     memcpy(w + j, &f, sizeof f);
   }
   for (; j < n; ++j) w[j] = gompute_load_f16(p[j]);
@@ -145,7 +162,7 @@ GOMPUTE_FN void gompute_narrow(gompute_f16* p, const float* w, int64_t n) {
   for (; j + 8 <= n; j += 8) {
     gompute_v8sf f;
     memcpy(&f, w + j, sizeof f);
-    const gompute_v8hi h = __builtin_ia32_vcvtps2ph256(f, 0);  // 0: round to nearest even
+    const gompute_v8hi h = gompute_cvtps_ph(f);
     memcpy(p + j, &h, sizeof h);
   }
   for (; j < n; ++j) p[j] = gompute_store_f16(w[j]);
