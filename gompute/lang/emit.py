@@ -250,11 +250,22 @@ class FunctionEmitter(ExprEmitter):
         else:
             # A trip count known only at run time (range(p.n)): a loop that runs at least once,
             # its body guarded. GCC vectorizes across such a loop (the elements in lanes, the loop
-            # run once per vector); a `for` has a zero-trip test around it that stops it.
-            self.lines.append(f"{pad}  {t} {it} = {self.expr(s.start)};")
+            # run once per vector); a `for` has a zero-trip test around it that stops it. It
+            # counts its trips unsigned, so that no range overflows a counter (the empty
+            # range(2**31 - 1, 0) stepped past 2**31 - 1 and ran), in the range's own width
+            # (a wider counter stopped GCC vectorizing it again).
+            c, u = s.step.value, t if t.startswith("u") else f"u{t}"
+            start = self.expr(s.start)
+            lo, hi = (start, stop) if c > 0 else (stop, start)
+            span = f"({u}){hi} - ({u}){lo}"
+            trips = span if abs(c) == 1 else f"({u})(({span} - 1) / {abs(c)}u + 1)"
+            count, k = f"{it}_count", f"{it}_k"
+            self.lines.append(f"{pad}  const {u} {count} = {lo} < {hi} ? ({u})({trips}) : 0;")
+            self.lines.append(f"{pad}  {u} {k} = 0;")
             self.lines.append(f"{pad}  do {{")
-            self.lines.append(f"{pad}    if ({cond}) {{")
+            self.lines.append(f"{pad}    if ({k} < {count}) {{")
+            self.lines.append(f"{pad}      const {t} {it} = ({t})(({u}){start} + {k} * ({u}){step});")
             self.block(s.body, depth + 3)
             self.lines.append(f"{pad}    }}")
-            self.lines.append(f"{pad}  }} while (({it} += {step}), {cond});")
+            self.lines.append(f"{pad}  }} while (++{k} < {count});")
         self.lines.append(f"{pad}}}")

@@ -101,7 +101,10 @@ def _np_spans(x, start, stop):
     return acc
 
 
-@pytest.mark.parametrize("start, stop", [(0, 0), (0, 1), (3, 2), (-4, 9), (0, 64), (7, 7), (10, -10)])
+@pytest.mark.parametrize(
+    "start, stop",
+    [(0, 0), (0, 1), (3, 2), (-4, 9), (0, 64), (7, 7), (10, -10), (2**31 - 1, 0), (-(2**31), -(2**31) + 3)],
+)
 def test_a_loop_over_a_run_time_range_runs_its_python_count(start, stop):
     x = np.random.default_rng(abs(start - stop)).standard_normal(1001).astype(np.float32)
     k = g.map(spans)

@@ -20,9 +20,11 @@ GOMPUTE_FN float gompute_kernel_loops(int32_t x, float y) {
   {
     const int32_t gompute_it1_stop = gompute_imod<int32_t>(x, 10);
     const int32_t gompute_it1_step = 1;
-    int32_t gompute_it1 = 0;
+    const uint32_t gompute_it1_count = 0 < gompute_it1_stop ? (uint32_t)((uint32_t)gompute_it1_stop - (uint32_t)0) : 0;
+    uint32_t gompute_it1_k = 0;
     do {
-      if (gompute_it1 < gompute_it1_stop) {
+      if (gompute_it1_k < gompute_it1_count) {
+        const int32_t gompute_it1 = (int32_t)((uint32_t)0 + gompute_it1_k * (uint32_t)gompute_it1_step);
 #line 62 "sample_kernels.py"
         i = ((int64_t)(gompute_it1));
 #line 63 "sample_kernels.py"
@@ -33,7 +35,7 @@ GOMPUTE_FN float gompute_kernel_loops(int32_t x, float y) {
 #line 65 "sample_kernels.py"
         acc = (acc + (y * ((float)(i))));
       }
-    } while ((gompute_it1 += gompute_it1_step), gompute_it1 < gompute_it1_stop);
+    } while (++gompute_it1_k < gompute_it1_count);
   }
 #line 66 "sample_kernels.py"
   {
@@ -61,7 +63,7 @@ GOMPUTE_FN float gompute_kernel_loops(int32_t x, float y) {
 #line 73 "sample_kernels.py"
   return ((((acc + ((float)(k))) + 0.5f) + gompute_fn_square(y)) + ((float)(gompute_fn_square_2(2LL))));
 }
-#line 65 "gompute-generated-entries"
+#line 67 "gompute-generated-entries"
 template <typename S0, typename S1, typename SO>
 GOMPUTE_FN void gompute_kernel_loops_loop(const S0* in0, const S1* in1, SO* out, int64_t n) {
   GOMPUTE_INDEPENDENT
