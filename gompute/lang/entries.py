@@ -200,6 +200,29 @@ def _host_contiguous(unit, entry, structs, call_name: str) -> list[str]:
     ]
 
 
+def _tile_buffers(symbol: str, inputs) -> list[str]:
+    """The tile path's buffer t<k> of each input, in one allocation for the call (host_strided.h)."""
+    types = [storage_ctype(p.type) for p in inputs]
+    sizes = [
+        f"gompute_tile_bytes<{ctype}>(tile && strides.strides[{k}][1] != 1, tile_height)"
+        for k, ctype in enumerate(types)
+    ]
+    lines = [
+        f"  const int64_t tile_rows = gompute_tile_rows<{', '.join(types)}>((int64_t)len);",
+        "  const int64_t tile_height = !tile ? 0 : strides.shape[0] < tile_rows ? strides.shape[0] : tile_rows;",
+        *(f"  const size_t tile_bytes{k} = {size};" for k, size in enumerate(sizes)),
+        f"  const size_t tile_bytes = {' + '.join(f'tile_bytes{k}' for k in range(len(inputs))) or '0'};",
+        "  gompute_tile_memory tiles(tile_bytes);",
+        "  if (!tiles.data)",
+        f'    GOMPUTE_TRAP(launch, "{symbol}: out of memory for the tile buffers of a transposed input");',
+    ]
+    offset = "tiles.data"
+    for k, ctype in enumerate(types):
+        lines.append(f"  {ctype}* t{k} = ({ctype}*)({offset});")
+        offset = f"{offset} + tile_bytes{k}"
+    return lines
+
+
 def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
     pointers = _pointers(entry)
     rows = [f"{p.name} + at[{k}]" for k, p in enumerate(pointers)]
@@ -211,6 +234,7 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
         *head[:-2],
         "  const bool tile = gompute_tile_layout(strides);",
         *tiled,
+        *_tile_buffers(entry.symbol, pointers[:out]),
         *head[-2:],
         "    auto run = [&](const int64_t* at, const int64_t* step, int64_t n) {",
         f"      if ({unit_steps}) return {_rows_call(unit, call_name, rows, 'n')}",
@@ -232,8 +256,8 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
         "      // Rows [ra, rb) in tiles (host_strided.h), each row clipped to the elements [base, end).",
         "      const uint64_t cols = (uint64_t)strides.shape[1];",
         "      const uint64_t ra = base / cols, rb = (end + cols - 1) / cols;",
-        "      for (uint64_t r = ra; r < rb; r += GOMPUTE_TILE_ROWS) {",
-        "        const int64_t t = rb - r < GOMPUTE_TILE_ROWS ? (int64_t)(rb - r) : GOMPUTE_TILE_ROWS;",
+        "      for (uint64_t r = ra; r < rb; r += tile_rows) {",
+        "        const int64_t t = rb - r < tile_rows ? (int64_t)(rb - r) : tile_rows;",
         "        for (int64_t c = 0; c < (int64_t)cols; c += GOMPUTE_TILE_COLS) {",
         "          const int64_t m = (int64_t)cols - c < GOMPUTE_TILE_COLS ? (int64_t)cols - c : GOMPUTE_TILE_COLS;",
         "          const uint64_t first = r * cols + (uint64_t)c, last = (r + t - 1) * cols + (uint64_t)(c + m);",
@@ -242,7 +266,6 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
     for k, p in enumerate(pointers[:-1]):
         st = f"strides.strides[{k}]"
         lines += [
-            f"          {storage_ctype(p.type)} t{k}[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_PITCH];",
             f"          const auto* p{k} = {p.name} + (int64_t)r * {st}[0] + c * {st}[1];",
             f"          if (tiled{k}) gompute_gather_tile(t{k}, p{k}, {st}[1], t, m, (int64_t)cols - c);",
         ]

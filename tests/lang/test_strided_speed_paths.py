@@ -109,14 +109,15 @@ def mix3(a: g.f32, b: g.f32, c: g.f32) -> g.f32:
     return a * 2 - b + c * 3
 
 
-# The 2-D tile path (host_strided.h): tiles of 16 rows by 256 columns, the full-height columns of
-# 2- and 4-byte elements in 8 x 8 register transposes, of 8-byte ones in 4 x 4, and the rest element
-# by element; shapes that are not multiples of either, a single tile, one row or column of tiles,
-# and block ranges (32 or 256 elements, times the pool's grain) that start and end mid-row, their
-# first and last rows clipped.
+# The 2-D tile path (host_strided.h): below 16 MB, tiles of 16 rows by 256 columns, the columns of
+# 2- and 4-byte elements in 8 x 8 register transposes, of 8-byte ones in 4 x 4, rows and columns
+# past the last whole block element by element; shapes that are not multiples of either, a single
+# tile, one row or column of tiles, a last tile of fewer rows than a block or not a multiple of
+# one, and block ranges (32 or 256 elements, times the pool's grain) that start and end mid-row,
+# their first and last rows clipped.
 TILE_SHAPES = [
     (2, 2), (3, 1000), (1000, 3), (17, 129), (8, 256), (16, 256), (15, 264), (64, 64), (65, 136), (33, 300),
-    (9, 513), (257, 131), (1, 500), (500, 1),
+    (9, 513), (257, 131), (1, 500), (500, 1), (133, 70), (262, 40), (517, 20), (1030, 9),
 ]  # fmt: skip
 
 
@@ -180,3 +181,44 @@ def double(x):
 def test_tiled_transpose_of_every_element_size(dtype, shape):
     x = (np.arange(shape[0] * shape[1]) % 101 - 50).astype(dtype).reshape(shape[::-1]).T
     np.testing.assert_array_equal(g.map(double)(x), x + x)
+
+
+@pytest.mark.parametrize("shape", [(130, 300), (257, 70), (40, 1100)])
+def test_tiled_transposes_of_two_element_sizes(shape):
+    """An i16 transpose beside an f32 one or an f64 input strided along its rows: the tile as high
+    as the widest type's run, each input's buffer its own size."""
+    rows, cols = shape
+    a = (np.arange(rows * cols) % 101 - 50).astype(np.int16).reshape(cols, rows).T
+    b = np.random.default_rng(11).random((cols, rows)).astype(np.float32).T
+    c = np.random.default_rng(12).random((rows, 2 * cols))[:, ::2]
+    np.testing.assert_array_equal(g.map(mix)(a, b), a * 2.0 - b)
+    np.testing.assert_array_equal(g.map(mix)(a, c), a * 2.0 - c)
+    np.testing.assert_array_equal(g.map(mix)(c, b), c * 2.0 - b)
+
+
+# From 16 MB on, tiles as high as a 1 KB run of the widest input: 128 rows of f64, 256 of f32, 512
+# of f16, 1024 of i8, with a last tile (and the pool's block ranges) of other heights.
+LARGE_TILES = [
+    (np.float64, (1501, 1400)),
+    (np.float32, (2100, 2000)),
+    (np.float16, (2900, 2900)),
+    (np.int8, (4100, 4100)),
+]
+
+
+@pytest.mark.parametrize(("dtype", "shape"), LARGE_TILES, ids=[f"{np.dtype(d)}-{s}" for d, s in LARGE_TILES])
+def test_tiled_transpose_in_tall_tiles(dtype, shape):
+    rows, cols = shape
+    x = (np.arange(rows * cols) % 101 - 50).astype(dtype).reshape(cols, rows).T
+    assert x.nbytes >= 16 << 20
+    np.testing.assert_array_equal(g.map(double)(x), x + x)
+
+
+def test_tall_tiles_of_two_element_sizes():
+    """The height set by the widest input (f64: 128 rows) for an i16 transpose beside it."""
+    rows, cols = 1500, 1400  # 16.8 MB of f64
+    a = (np.arange(rows * cols) % 101 - 50).astype(np.int16).reshape(cols, rows).T
+    c = np.random.default_rng(13).random((rows, 2 * cols))[:, ::2]
+    b = np.random.default_rng(14).random((cols, rows)).T
+    np.testing.assert_array_equal(g.map(mix)(a, c), a * 2.0 - c)
+    np.testing.assert_array_equal(g.map(mix)(b, a), b * 2.0 - a)

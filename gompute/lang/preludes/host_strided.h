@@ -6,6 +6,8 @@
 // of stride 1 or scattered from a buffer, so the computation vectorizes for broadcast and strided
 // inputs too. Each chunk is read in full before it is written: an output that is exactly one of
 // the inputs (same pointer, same strides) stays correct.
+#include <stdlib.h>
+
 #define GOMPUTE_CHUNK 128
 
 typedef void (*gompute_run_fn)(void* run, const int64_t* at, const int64_t* step, int64_t n);
@@ -180,23 +182,63 @@ GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {
 // The 2-D tile path, for a transpose: a collapsed layout of two dimensions whose output is
 // contiguous along the rows while some input is contiguous down the columns (outer stride 1,
 // inner stride not). Walking such an input along the rows touches a new cache line (and soon a
-// new page) per element. Instead the rows of a block range go in tiles of GOMPUTE_TILE_ROWS rows
-// by GOMPUTE_TILE_COLS columns: each such input is gathered by reading down its columns,
-// GOMPUTE_TILE_ROWS contiguous elements at a time, into a tile buffer in L1 (a small transpose),
-// and the rows function then runs on each row of the tile, the first and last rows clipped to the
+// new page) per element. Instead the rows of a block range go in tiles of gompute_tile_rows<S...>
+// rows by GOMPUTE_TILE_COLS columns: each such input is gathered by reading down its columns, a
+// tile's height of contiguous elements at a time, into a tile buffer (a transpose in register
+// blocks), and the rows function then runs on each row of the tile, the first and last rows clipped to the
 // block range. The output, contiguous along the rows, is never one of the transposed inputs, so
-// each tile may be read in full before it is written. Tiles 16 rows high read each input column
-// a whole 64-byte line of f32 at a time (8 rows used half of every line, and took the other half
-// back from L2 a tile row later): on the 2-core VM, 10000 x 1000 went from 1.82x the contiguous
-// time to 1.63-1.67x and 3162 x 3162 from 2.29x to 1.88-1.92x (benchmarks/results/
-// 2026-12-03-vm-transpose.md). The padded buffer rows (the pitch) and the prefetch 32 columns
-// ahead gained a few per cent each, near the noise. A throwaway C model of this loop put a
-// transpose that stores straight from the registers at 1.0-1.1x: the remaining gap is the
-// gather and the rows pass running one after the other, not overlapped.
+// each tile may be read in full before it is written.
+//
+// The tile's height depends on where the input is likely to come from. An array of 16 MB or
+// more (far in the cache hierarchy, or in memory) goes in tiles as tall as a 1 KB run of the
+// widest input type (256 rows of f32), so each column is read 16 lines at a time, a sequential
+// run a hardware prefetcher can follow (the VM has no counters to confirm it); the buffer, 264 KB
+// an input, stays in L2. At 3162 x 3162 f32 on the 2-core VM that took the transpose from
+// 1.83-1.91x the contiguous time (16-row tiles) to 1.35-1.57x (f64, 128 rows: 1.71 -> 1.30x; f16,
+// 512 rows: 2.57 -> 2.10x). A smaller one goes in tiles 16 rows high, a buffer of 16.5 KB f32 in
+// L1: those were 8-17% faster from 700 x 700 to 1500 x 1500 and even at 2000 x 2000 (16 MB)
+// (benchmarks/results/2026-12-03-vm-transpose-runs.md). Taller tiles (a 1 MB buffer) and shorter
+// rows (128 columns: output runs of 512 bytes) were slower. The buffers come from the heap, once
+// per call (gompute_tile_memory).
 #define GOMPUTE_TILE_ROWS 16
+#define GOMPUTE_TILE_RUN 1024
+#define GOMPUTE_TILE_FAR (16 << 20)
 #define GOMPUTE_TILE_COLS 256
 #define GOMPUTE_TILE_PITCH (GOMPUTE_TILE_COLS + 8)
 #define GOMPUTE_TILE_PREFETCH 32
+
+// The rows of a tile over `elements` of inputs of types S (host_strided.h, above).
+template <typename... S>
+GOMPUTE_FN int64_t gompute_tile_rows(int64_t elements) {
+  const size_t sizes[] = {1, sizeof(S)...};  // 1: no inputs at all (never tiled)
+  size_t widest = 1;
+  for (size_t size : sizes) widest = size > widest ? size : widest;
+  return (uint64_t)elements * widest >= GOMPUTE_TILE_FAR ? GOMPUTE_TILE_RUN / (int64_t)widest : GOMPUTE_TILE_ROWS;
+}
+
+// The tile buffers of one call of a strided entry. An input has one, `rows` rows of
+// GOMPUTE_TILE_PITCH elements 64-byte aligned, where it is `needed`: a transpose, or strided along
+// the rows too (gathered row by row into it).
+template <typename S>
+GOMPUTE_FN size_t gompute_tile_bytes(bool needed, int64_t rows) {
+  return needed ? ((size_t)rows * GOMPUTE_TILE_PITCH * sizeof(S) + 63) & ~(size_t)63 : 0;
+}
+
+// On the stack up to GOMPUTE_TILE_LOCAL bytes (16-row tiles of up to three 4-byte inputs), else
+// on the heap, which is more than a thread's stack may be trusted to hold: a heap buffer for every
+// call made a 100 x 100 transpose a third slower.
+#define GOMPUTE_TILE_LOCAL (64 << 10)
+struct gompute_tile_memory {
+  alignas(64) unsigned char local[GOMPUTE_TILE_LOCAL];
+  unsigned char* data;
+  explicit gompute_tile_memory(size_t bytes)
+      : data(bytes <= sizeof local ? local : (unsigned char*)aligned_alloc(64, bytes)) {}
+  ~gompute_tile_memory() {
+    if (data != local) free(data);
+  }
+  gompute_tile_memory(const gompute_tile_memory&) = delete;
+  gompute_tile_memory& operator=(const gompute_tile_memory&) = delete;
+};
 
 template <int N>
 GOMPUTE_FN bool gompute_tiled(const gompute_strides<N>& s, int a) {
@@ -223,10 +265,10 @@ typedef uint32_t gompute_v8u __attribute__((vector_size(32)));
 typedef uint64_t gompute_v4d __attribute__((vector_size(32)));
 
 // An 8 x 8 block of 2- or 4-byte elements (V: 8 of them), transposed in registers:
-// b[i * GOMPUTE_TILE_PITCH + j] = p[i + j * step] for i, j < 8, the elements moved as bits
-// (floats, halves or integers alike). The shuffles are AVX's unpack, shuffle and 128-bit permute
-// steps, written portably.
-template <typename V, typename E>
+// o[i * pitch + j] = q[i + j * step] for i, j < 8, the elements moved as bits (floats, halves or
+// integers alike). The shuffles are AVX's unpack, shuffle and 128-bit permute steps, written
+// portably.
+template <int64_t pitch, typename V, typename E>
 GOMPUTE_FN void gompute_transpose_8x8(E* o, const E* q, int64_t step) {
   V r[8], t[8];
   for (int k = 0; k < 8; ++k) memcpy(&r[k], q + k * step, sizeof(V));
@@ -244,10 +286,11 @@ GOMPUTE_FN void gompute_transpose_8x8(E* o, const E* q, int64_t step) {
     t[k] = __builtin_shufflevector(r[k], r[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
     t[k + 4] = __builtin_shufflevector(r[k], r[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
   }
-  for (int k = 0; k < 8; ++k) memcpy(o + k * GOMPUTE_TILE_PITCH, &t[k], sizeof(V));
+  for (int k = 0; k < 8; ++k) memcpy(o + k * pitch, &t[k], sizeof(V));
 }
 
 // The same for a 4 x 4 block of 8-byte elements: unpack pairs, then swap 128-bit halves.
+template <int64_t pitch>
 GOMPUTE_FN void gompute_transpose_4x4(uint64_t* o, const uint64_t* q, int64_t step) {
   gompute_v4d r[4], t[4];
   for (int k = 0; k < 4; ++k) memcpy(&r[k], q + k * step, sizeof r[k]);
@@ -259,43 +302,49 @@ GOMPUTE_FN void gompute_transpose_4x4(uint64_t* o, const uint64_t* q, int64_t st
     r[k] = __builtin_shufflevector(t[k], t[k + 2], 0, 1, 4, 5);
     r[k + 2] = __builtin_shufflevector(t[k], t[k + 2], 2, 3, 6, 7);
   }
-  for (int k = 0; k < 4; ++k) memcpy(o + k * GOMPUTE_TILE_PITCH, &r[k], sizeof r[k]);
+  for (int k = 0; k < 4; ++k) memcpy(o + k * pitch, &r[k], sizeof r[k]);
 }
 
 // Elements of `bytes` bytes go in register blocks of gompute_block_width<bytes> columns (0: none).
 template <int bytes>
 struct gompute_block_width { static const int value = bytes == 2 || bytes == 4 ? 8 : bytes == 8 ? 4 : 0; };
 
-template <typename S>
+template <int64_t pitch, typename S>
 GOMPUTE_FN void gompute_transpose_block(S* o, const S* q, int64_t step) {
-  if constexpr (sizeof(S) == 2) gompute_transpose_8x8<gompute_v8h>((uint16_t*)o, (const uint16_t*)q, step);
-  if constexpr (sizeof(S) == 4) gompute_transpose_8x8<gompute_v8u>((uint32_t*)o, (const uint32_t*)q, step);
-  if constexpr (sizeof(S) == 8) gompute_transpose_4x4((uint64_t*)o, (const uint64_t*)q, step);
+  if constexpr (sizeof(S) == 2) gompute_transpose_8x8<pitch, gompute_v8h>((uint16_t*)o, (const uint16_t*)q, step);
+  if constexpr (sizeof(S) == 4) gompute_transpose_8x8<pitch, gompute_v8u>((uint32_t*)o, (const uint32_t*)q, step);
+  if constexpr (sizeof(S) == 8) gompute_transpose_4x4<pitch>((uint64_t*)o, (const uint64_t*)q, step);
+}
+
+// Prefetches the t elements of each of columns [j + GOMPUTE_TILE_PREFETCH, + w) of a tile read down
+// its columns, those of them before `ahead`.
+template <typename S>
+GOMPUTE_FN void gompute_prefetch_columns(const S* p, int64_t step, int64_t j, int64_t w, int64_t t, int64_t ahead) {
+  for (int64_t k = j + GOMPUTE_TILE_PREFETCH; k < j + w + GOMPUTE_TILE_PREFETCH && k < ahead; ++k) {
+    const S* f = p + k * step;
+    for (int64_t l = 0; l < t; l += 64 / sizeof(S)) __builtin_prefetch(f + l);
+    __builtin_prefetch(f + t - 1);
+  }
 }
 #endif
 #endif
 
 // b[i * GOMPUTE_TILE_PITCH + j] = p[i + j * step] for i < t, j < m: t rows of m elements of a tile,
-// read down the columns. Full-height columns of 2-, 4- and 8-byte elements go in register
-// transposes, which prefetch the columns GOMPUTE_TILE_PREFETCH further on (into the next tile,
-// while `ahead`, the columns left from p, allows).
+// read down the columns. The whole blocks of 2-, 4- and 8-byte elements go in register transposes,
+// which prefetch the columns GOMPUTE_TILE_PREFETCH further on (into the next tile, while `ahead`,
+// the columns left from p, allows); the rest element by element.
 template <typename S>
-GOMPUTE_ROWS void gompute_gather_tile(S* b, const S* p, int64_t step, int64_t t, int64_t m, int64_t ahead) {
-  int64_t done = 0;  // columns gathered in register transposes
+GOMPUTE_FN void gompute_gather_tile_rows(S* b, const S* p, int64_t step, int64_t t, int64_t m, int64_t ahead) {
+  int64_t done = 0, high = 0;  // the columns and rows gathered in register transposes
 #if defined(GOMPUTE_REGISTER_TRANSPOSE)
   constexpr int64_t w = gompute_block_width<sizeof(S)>::value;
   if constexpr (w > 0) {  // no register blocks for 1-byte elements
-    if (t == GOMPUTE_TILE_ROWS) {
-      done = m - m % w;
-      for (int64_t j = 0; j < done; j += w) {
-        for (int64_t k = j + GOMPUTE_TILE_PREFETCH; k < j + w + GOMPUTE_TILE_PREFETCH && k < ahead; ++k) {
-          const S* f = p + k * step;
-          for (int64_t l = 0; l < GOMPUTE_TILE_ROWS; l += 64 / sizeof(S)) __builtin_prefetch(f + l);
-          __builtin_prefetch(f + GOMPUTE_TILE_ROWS - 1);
-        }
-        for (int64_t i = 0; i < GOMPUTE_TILE_ROWS; i += w)
-          gompute_transpose_block(b + i * GOMPUTE_TILE_PITCH + j, p + i + j * step, step);
-      }
+    high = t - t % w;
+    done = high > 0 ? m - m % w : 0;
+    for (int64_t j = 0; j < done; j += w) {
+      gompute_prefetch_columns(p, step, j, w, t, ahead);
+      for (int64_t i = 0; i < high; i += w)
+        gompute_transpose_block<GOMPUTE_TILE_PITCH>(b + i * GOMPUTE_TILE_PITCH + j, p + i + j * step, step);
     }
   }
 #endif
@@ -305,4 +354,16 @@ GOMPUTE_ROWS void gompute_gather_tile(S* b, const S* p, int64_t step, int64_t t,
     const L* q = (const L*)(p + j * step);
     for (int64_t i = 0; i < t; ++i) lanes[i * GOMPUTE_TILE_PITCH + j] = q[i];
   }
+  for (int64_t j = 0; high < t && j < done; ++j) {  // the rows below the last whole block
+    const L* q = (const L*)(p + j * step);
+    for (int64_t i = high; i < t; ++i) lanes[i * GOMPUTE_TILE_PITCH + j] = q[i];
+  }
+}
+
+// The same, compiled apart for tiles of GOMPUTE_TILE_ROWS: with the height known, the blocks and
+// prefetches of a column unroll (a 100 x 100 transpose took 13-22% longer without).
+template <typename S>
+GOMPUTE_ROWS void gompute_gather_tile(S* b, const S* p, int64_t step, int64_t t, int64_t m, int64_t ahead) {
+  if (t == GOMPUTE_TILE_ROWS) return gompute_gather_tile_rows(b, p, step, GOMPUTE_TILE_ROWS, m, ahead);
+  gompute_gather_tile_rows(b, p, step, t, m, ahead);
 }

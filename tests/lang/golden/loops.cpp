@@ -117,6 +117,16 @@ GOMPUTE_HOST_KERNEL(loops__strided) {
   const bool tile = gompute_tile_layout(strides);
   const bool tiled0 = tile && gompute_tiled(strides, 0);
   const bool tiled1 = tile && gompute_tiled(strides, 1);
+  const int64_t tile_rows = gompute_tile_rows<int32_t, float>((int64_t)len);
+  const int64_t tile_height = !tile ? 0 : strides.shape[0] < tile_rows ? strides.shape[0] : tile_rows;
+  const size_t tile_bytes0 = gompute_tile_bytes<int32_t>(tile && strides.strides[0][1] != 1, tile_height);
+  const size_t tile_bytes1 = gompute_tile_bytes<float>(tile && strides.strides[1][1] != 1, tile_height);
+  const size_t tile_bytes = tile_bytes0 + tile_bytes1;
+  gompute_tile_memory tiles(tile_bytes);
+  if (!tiles.data)
+    GOMPUTE_TRAP(launch, "loops__strided: out of memory for the tile buffers of a transposed input");
+  int32_t* t0 = (int32_t*)(tiles.data);
+  float* t1 = (float*)(tiles.data + tile_bytes0);
   for (uint64_t base = launch->block_begin * 256u; base < len; base += stride) {
     const uint64_t end = base + span < len ? base + span : len;
     auto run = [&](const int64_t* at, const int64_t* step, int64_t n) {
@@ -137,16 +147,14 @@ GOMPUTE_HOST_KERNEL(loops__strided) {
       // Rows [ra, rb) in tiles (host_strided.h), each row clipped to the elements [base, end).
       const uint64_t cols = (uint64_t)strides.shape[1];
       const uint64_t ra = base / cols, rb = (end + cols - 1) / cols;
-      for (uint64_t r = ra; r < rb; r += GOMPUTE_TILE_ROWS) {
-        const int64_t t = rb - r < GOMPUTE_TILE_ROWS ? (int64_t)(rb - r) : GOMPUTE_TILE_ROWS;
+      for (uint64_t r = ra; r < rb; r += tile_rows) {
+        const int64_t t = rb - r < tile_rows ? (int64_t)(rb - r) : tile_rows;
         for (int64_t c = 0; c < (int64_t)cols; c += GOMPUTE_TILE_COLS) {
           const int64_t m = (int64_t)cols - c < GOMPUTE_TILE_COLS ? (int64_t)cols - c : GOMPUTE_TILE_COLS;
           const uint64_t first = r * cols + (uint64_t)c, last = (r + t - 1) * cols + (uint64_t)(c + m);
           if (end <= first || base >= last) continue;
-          int32_t t0[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_PITCH];
           const auto* p0 = in0 + (int64_t)r * strides.strides[0][0] + c * strides.strides[0][1];
           if (tiled0) gompute_gather_tile(t0, p0, strides.strides[0][1], t, m, (int64_t)cols - c);
-          float t1[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_PITCH];
           const auto* p1 = in1 + (int64_t)r * strides.strides[1][0] + c * strides.strides[1][1];
           if (tiled1) gompute_gather_tile(t1, p1, strides.strides[1][1], t, m, (int64_t)cols - c);
           for (int64_t i = 0; i < t; ++i) {

@@ -66,6 +66,14 @@ GOMPUTE_HOST_KERNEL(scale_relu__from_i16__to_f64__strided) {
   const uint64_t span = (launch->block_end - launch->block_begin) * 256u;
   const bool tile = gompute_tile_layout(strides);
   const bool tiled0 = tile && gompute_tiled(strides, 0);
+  const int64_t tile_rows = gompute_tile_rows<int16_t>((int64_t)len);
+  const int64_t tile_height = !tile ? 0 : strides.shape[0] < tile_rows ? strides.shape[0] : tile_rows;
+  const size_t tile_bytes0 = gompute_tile_bytes<int16_t>(tile && strides.strides[0][1] != 1, tile_height);
+  const size_t tile_bytes = tile_bytes0;
+  gompute_tile_memory tiles(tile_bytes);
+  if (!tiles.data)
+    GOMPUTE_TRAP(launch, "scale_relu__from_i16__to_f64__strided: out of memory for the tile buffers of a transposed input");
+  int16_t* t0 = (int16_t*)(tiles.data);
   for (uint64_t base = launch->block_begin * 256u; base < len; base += stride) {
     const uint64_t end = base + span < len ? base + span : len;
     auto run = [&](const int64_t* at, const int64_t* step, int64_t n) {
@@ -84,13 +92,12 @@ GOMPUTE_HOST_KERNEL(scale_relu__from_i16__to_f64__strided) {
       // Rows [ra, rb) in tiles (host_strided.h), each row clipped to the elements [base, end).
       const uint64_t cols = (uint64_t)strides.shape[1];
       const uint64_t ra = base / cols, rb = (end + cols - 1) / cols;
-      for (uint64_t r = ra; r < rb; r += GOMPUTE_TILE_ROWS) {
-        const int64_t t = rb - r < GOMPUTE_TILE_ROWS ? (int64_t)(rb - r) : GOMPUTE_TILE_ROWS;
+      for (uint64_t r = ra; r < rb; r += tile_rows) {
+        const int64_t t = rb - r < tile_rows ? (int64_t)(rb - r) : tile_rows;
         for (int64_t c = 0; c < (int64_t)cols; c += GOMPUTE_TILE_COLS) {
           const int64_t m = (int64_t)cols - c < GOMPUTE_TILE_COLS ? (int64_t)cols - c : GOMPUTE_TILE_COLS;
           const uint64_t first = r * cols + (uint64_t)c, last = (r + t - 1) * cols + (uint64_t)(c + m);
           if (end <= first || base >= last) continue;
-          int16_t t0[GOMPUTE_TILE_ROWS * GOMPUTE_TILE_PITCH];
           const auto* p0 = in0 + (int64_t)r * strides.strides[0][0] + c * strides.strides[0][1];
           if (tiled0) gompute_gather_tile(t0, p0, strides.strides[0][1], t, m, (int64_t)cols - c);
           for (int64_t i = 0; i < t; ++i) {
