@@ -185,8 +185,8 @@ GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {
 // new page) per element. Instead the rows of a block range go in tiles of gompute_tile_rows<S...>
 // rows by GOMPUTE_TILE_COLS columns: each such input is gathered by reading down its columns, a
 // tile's height of contiguous elements at a time, into a tile buffer (a transpose in register
-// blocks), and the rows function then runs on each row of the tile, the first and last rows clipped to the
-// block range. The output, contiguous along the rows, is never one of the transposed inputs, so
+// blocks), and the rows function then runs on each row of the tile, the first and last rows
+// clipped to the block range. The output, contiguous along the rows, is never one of the transposed inputs, so
 // each tile may be read in full before it is written.
 //
 // The tile's height depends on where the input is likely to come from. An array of 16 MB or
@@ -198,8 +198,8 @@ GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {
 // 512 rows: 2.57 -> 2.10x). A smaller one goes in tiles 16 rows high, a buffer of 16.5 KB f32 in
 // L1: those were 8-17% faster from 700 x 700 to 1500 x 1500 and even at 2000 x 2000 (16 MB)
 // (benchmarks/results/2026-12-03-vm-transpose-runs.md). Taller tiles (a 1 MB buffer) and shorter
-// rows (128 columns: output runs of 512 bytes) were slower. The buffers come from the heap, once
-// per call (gompute_tile_memory).
+// rows (128 columns: output runs of 512 bytes) were slower. Buffers that large come from the heap,
+// once per call (gompute_tile_memory): more than a thread's stack may be trusted to hold.
 #define GOMPUTE_TILE_ROWS 16
 #define GOMPUTE_TILE_RUN 1024
 #define GOMPUTE_TILE_FAR (16 << 20)
@@ -224,9 +224,8 @@ GOMPUTE_FN size_t gompute_tile_bytes(bool needed, int64_t rows) {
   return needed ? ((size_t)rows * GOMPUTE_TILE_PITCH * sizeof(S) + 63) & ~(size_t)63 : 0;
 }
 
-// On the stack up to GOMPUTE_TILE_LOCAL bytes (16-row tiles of up to three 4-byte inputs), else
-// on the heap, which is more than a thread's stack may be trusted to hold: a heap buffer for every
-// call made a 100 x 100 transpose a third slower.
+// On the stack up to GOMPUTE_TILE_LOCAL bytes (16-row tiles of up to three 4-byte inputs): from the
+// heap, they added 0.15-0.3 us to every call, 5-10% of a 40 x 40 to 100 x 100 transpose.
 #define GOMPUTE_TILE_LOCAL (64 << 10)
 struct gompute_tile_memory {
   alignas(64) unsigned char local[GOMPUTE_TILE_LOCAL];
@@ -265,10 +264,10 @@ typedef uint32_t gompute_v8u __attribute__((vector_size(32)));
 typedef uint64_t gompute_v4d __attribute__((vector_size(32)));
 
 // An 8 x 8 block of 2- or 4-byte elements (V: 8 of them), transposed in registers:
-// o[i * pitch + j] = q[i + j * step] for i, j < 8, the elements moved as bits (floats, halves or
-// integers alike). The shuffles are AVX's unpack, shuffle and 128-bit permute steps, written
-// portably.
-template <int64_t pitch, typename V, typename E>
+// b[i * GOMPUTE_TILE_PITCH + j] = p[i + j * step] for i, j < 8, the elements moved as bits
+// (floats, halves or integers alike). The shuffles are AVX's unpack, shuffle and 128-bit permute
+// steps, written portably.
+template <typename V, typename E>
 GOMPUTE_FN void gompute_transpose_8x8(E* o, const E* q, int64_t step) {
   V r[8], t[8];
   for (int k = 0; k < 8; ++k) memcpy(&r[k], q + k * step, sizeof(V));
@@ -286,11 +285,10 @@ GOMPUTE_FN void gompute_transpose_8x8(E* o, const E* q, int64_t step) {
     t[k] = __builtin_shufflevector(r[k], r[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
     t[k + 4] = __builtin_shufflevector(r[k], r[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
   }
-  for (int k = 0; k < 8; ++k) memcpy(o + k * pitch, &t[k], sizeof(V));
+  for (int k = 0; k < 8; ++k) memcpy(o + k * GOMPUTE_TILE_PITCH, &t[k], sizeof(V));
 }
 
 // The same for a 4 x 4 block of 8-byte elements: unpack pairs, then swap 128-bit halves.
-template <int64_t pitch>
 GOMPUTE_FN void gompute_transpose_4x4(uint64_t* o, const uint64_t* q, int64_t step) {
   gompute_v4d r[4], t[4];
   for (int k = 0; k < 4; ++k) memcpy(&r[k], q + k * step, sizeof r[k]);
@@ -302,18 +300,18 @@ GOMPUTE_FN void gompute_transpose_4x4(uint64_t* o, const uint64_t* q, int64_t st
     r[k] = __builtin_shufflevector(t[k], t[k + 2], 0, 1, 4, 5);
     r[k + 2] = __builtin_shufflevector(t[k], t[k + 2], 2, 3, 6, 7);
   }
-  for (int k = 0; k < 4; ++k) memcpy(o + k * pitch, &r[k], sizeof r[k]);
+  for (int k = 0; k < 4; ++k) memcpy(o + k * GOMPUTE_TILE_PITCH, &r[k], sizeof r[k]);
 }
 
 // Elements of `bytes` bytes go in register blocks of gompute_block_width<bytes> columns (0: none).
 template <int bytes>
 struct gompute_block_width { static const int value = bytes == 2 || bytes == 4 ? 8 : bytes == 8 ? 4 : 0; };
 
-template <int64_t pitch, typename S>
+template <typename S>
 GOMPUTE_FN void gompute_transpose_block(S* o, const S* q, int64_t step) {
-  if constexpr (sizeof(S) == 2) gompute_transpose_8x8<pitch, gompute_v8h>((uint16_t*)o, (const uint16_t*)q, step);
-  if constexpr (sizeof(S) == 4) gompute_transpose_8x8<pitch, gompute_v8u>((uint32_t*)o, (const uint32_t*)q, step);
-  if constexpr (sizeof(S) == 8) gompute_transpose_4x4<pitch>((uint64_t*)o, (const uint64_t*)q, step);
+  if constexpr (sizeof(S) == 2) gompute_transpose_8x8<gompute_v8h>((uint16_t*)o, (const uint16_t*)q, step);
+  if constexpr (sizeof(S) == 4) gompute_transpose_8x8<gompute_v8u>((uint32_t*)o, (const uint32_t*)q, step);
+  if constexpr (sizeof(S) == 8) gompute_transpose_4x4((uint64_t*)o, (const uint64_t*)q, step);
 }
 
 // Prefetches the t elements of each of columns [j + GOMPUTE_TILE_PREFETCH, + w) of a tile read down
@@ -344,7 +342,7 @@ GOMPUTE_FN void gompute_gather_tile_rows(S* b, const S* p, int64_t step, int64_t
     for (int64_t j = 0; j < done; j += w) {
       gompute_prefetch_columns(p, step, j, w, t, ahead);
       for (int64_t i = 0; i < high; i += w)
-        gompute_transpose_block<GOMPUTE_TILE_PITCH>(b + i * GOMPUTE_TILE_PITCH + j, p + i + j * step, step);
+        gompute_transpose_block(b + i * GOMPUTE_TILE_PITCH + j, p + i + j * step, step);
     }
   }
 #endif
