@@ -110,11 +110,11 @@ def mix3(a: g.f32, b: g.f32, c: g.f32) -> g.f32:
 
 
 # The 2-D tile path (host_strided.h): below 16 MB, tiles of 16 rows by 256 columns, the columns of
-# 2- and 4-byte elements in 8 x 8 register transposes, of 8-byte ones in 4 x 4, rows and columns
-# past the last whole block element by element; shapes that are not multiples of either, a single
-# tile, one row or column of tiles, a last tile of fewer rows than a block or not a multiple of
-# one, and block ranges (32 or 256 elements, times the pool's grain) that start and end mid-row,
-# their first and last rows clipped.
+# 2-byte elements in 16 x 16 register transposes, of 4-byte ones in 8 x 8, of 8-byte ones in 4 x 4,
+# rows and columns past the last whole block element by element; shapes that are not multiples of
+# either, a single tile, one row or column of tiles, a last tile of fewer rows than a block or not
+# a multiple of one, and block ranges (32 or 256 elements, times the pool's grain) that start and
+# end mid-row, their first and last rows clipped.
 TILE_SHAPES = [
     (2, 2), (3, 1000), (1000, 3), (17, 129), (8, 256), (16, 256), (15, 264), (64, 64), (65, 136), (33, 300),
     (9, 513), (257, 131), (1, 500), (500, 1), (133, 70), (262, 40), (517, 20), (1030, 9),
