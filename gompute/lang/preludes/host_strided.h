@@ -186,8 +186,8 @@ GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {
 // rows by GOMPUTE_TILE_COLS columns: each such input is gathered by reading down its columns, a
 // tile's height of contiguous elements at a time, into a tile buffer (a transpose in register
 // blocks), and the rows function then runs on each row of the tile, the first and last rows
-// clipped to the block range. The output, contiguous along the rows, is never one of the transposed inputs, so
-// each tile may be read in full before it is written.
+// clipped to the block range. The output, contiguous along the rows, is never one of the
+// transposed inputs, so each tile may be read in full before it is written.
 //
 // The tile's height depends on where the input is likely to come from. An array of 16 MB or
 // more (far in the cache hierarchy, or in memory) goes in tiles as tall as a 1 KB run of the
@@ -207,7 +207,7 @@ GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {
 #define GOMPUTE_TILE_PITCH (GOMPUTE_TILE_COLS + 8)
 #define GOMPUTE_TILE_PREFETCH 32
 
-// The rows of a tile over `elements` of inputs of types S (host_strided.h, above).
+// The rows of a tile over `elements` of inputs of types S (the height rule above).
 template <typename... S>
 GOMPUTE_FN int64_t gompute_tile_rows(int64_t elements) {
   const size_t sizes[] = {1, sizeof(S)...};  // 1: no inputs at all (never tiled)
@@ -265,7 +265,7 @@ typedef uint64_t gompute_v4d __attribute__((vector_size(32)));
 
 // An 8 x 8 block of 4-byte elements (V: 8 of them), transposed in registers:
 // b[i * GOMPUTE_TILE_PITCH + j] = p[i + j * step] for i, j < 8, the elements moved as bits
-// (floats, halves or integers alike). The shuffles are AVX's unpack, shuffle and 128-bit permute
+// (floats or integers alike). The shuffles are AVX's unpack, shuffle and 128-bit permute
 // steps, written portably.
 template <typename V, typename E>
 GOMPUTE_FN void gompute_transpose_8x8(E* o, const E* q, int64_t step) {
@@ -288,9 +288,10 @@ GOMPUTE_FN void gompute_transpose_8x8(E* o, const E* q, int64_t step) {
   for (int k = 0; k < 8; ++k) memcpy(o + k * GOMPUTE_TILE_PITCH, &t[k], sizeof(V));
 }
 
-// The same for a 16 x 16 block of 2-byte elements: four perfect shuffles of the rows (row m with
-// row m + 8, their low halves interleaved, then their high halves) transpose it. Twice the 8 x 8
-// block of 16-byte rows per instruction: the f16 transposes at 1e7 took 0.73-0.92x the time.
+// The same for a 16 x 16 block of 2-byte elements (halves or integers): four perfect shuffles of
+// the rows (row m with row m + 8, their low halves interleaved, then their high halves) transpose
+// it. Twice the elements per instruction of an 8 x 8 block of 16-byte rows: the f16 transposes at
+// 1e7 took 0.73-0.92x the time.
 GOMPUTE_FN void gompute_transpose_16x16(uint16_t* o, const uint16_t* q, int64_t step) {
   gompute_v16h r[16], t[16];
   for (int k = 0; k < 16; ++k) memcpy(&r[k], q + k * step, sizeof r[k]);
