@@ -201,7 +201,7 @@ def _host_contiguous(unit, entry, structs, call_name: str) -> list[str]:
 
 
 def _tile_buffers(symbol: str, inputs) -> list[str]:
-    """The tile path's buffer t<k> of each input, in one allocation for the call (host_strided.h)."""
+    """The tile path's buffer t<k> of each input, in the thread's one allocation (host_strided.h)."""
     types = [storage_ctype(p.type) for p in inputs]
     sizes = [
         f"gompute_tile_bytes<{ctype}>(tile && strides.strides[{k}][1] != 1, tile_height)"
@@ -212,11 +212,11 @@ def _tile_buffers(symbol: str, inputs) -> list[str]:
         "  const int64_t tile_height = !tile ? 0 : strides.shape[0] < tile_rows ? strides.shape[0] : tile_rows;",
         *(f"  const size_t tile_bytes{k} = {size};" for k, size in enumerate(sizes)),
         f"  const size_t tile_bytes = {' + '.join(f'tile_bytes{k}' for k in range(len(inputs))) or '0'};",
-        "  gompute_tile_memory tiles(tile_bytes);",
-        "  if (!tiles.data)",
+        "  unsigned char* const tiles = tile_bytes ? gompute_tile_memory(tile_bytes) : nullptr;",
+        "  if (tile_bytes && !tiles)",
         f'    GOMPUTE_TRAP(launch, "{symbol}: out of memory for the tile buffers of a transposed input");',
     ]
-    offset = "tiles.data"
+    offset = "tiles"
     for k, ctype in enumerate(types):
         lines.append(f"  {ctype}* t{k} = ({ctype}*)({offset});")
         offset = f"{offset} + tile_bytes{k}"

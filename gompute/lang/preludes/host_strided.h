@@ -198,8 +198,8 @@ GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {
 // 512 rows: 2.57 -> 2.10x). A smaller one goes in tiles 16 rows high, a buffer of 16.5 KB f32 in
 // L1: those were 8-17% faster from 700 x 700 to 1500 x 1500 and even at 2000 x 2000 (16 MB)
 // (benchmarks/results/2026-12-03-vm-transpose-runs.md). Taller tiles (a 1 MB buffer) and shorter
-// rows (128 columns: output runs of 512 bytes) were slower. Buffers that large come from the heap,
-// once per call (gompute_tile_memory): more than a thread's stack may be trusted to hold.
+// rows (128 columns: output runs of 512 bytes) were slower. The buffers come from the heap, kept
+// for the thread's next call (gompute_tile_memory).
 #define GOMPUTE_TILE_ROWS 16
 #define GOMPUTE_TILE_RUN 1024
 #define GOMPUTE_TILE_FAR (16 << 20)
@@ -224,20 +224,26 @@ GOMPUTE_FN size_t gompute_tile_bytes(bool needed, int64_t rows) {
   return needed ? ((size_t)rows * GOMPUTE_TILE_PITCH * sizeof(S) + 63) & ~(size_t)63 : 0;
 }
 
-// On the stack up to GOMPUTE_TILE_LOCAL bytes (16-row tiles of up to three 4-byte inputs): from the
-// heap, they added 0.15-0.3 us to every call, 5-10% of a 40 x 40 to 100 x 100 transpose.
-#define GOMPUTE_TILE_LOCAL (64 << 10)
-struct gompute_tile_memory {
-  alignas(64) unsigned char local[GOMPUTE_TILE_LOCAL];
-  unsigned char* data;
-  explicit gompute_tile_memory(size_t bytes)
-      : data(bytes <= sizeof local ? local : (unsigned char*)aligned_alloc(64, bytes)) {}
-  ~gompute_tile_memory() {
-    if (data != local) free(data);
-  }
-  gompute_tile_memory(const gompute_tile_memory&) = delete;
-  gompute_tile_memory& operator=(const gompute_tile_memory&) = delete;
+// The tile buffers of the calling thread, kept from call to call: one allocation per thread (and
+// module), grown when a call needs more and freed when the thread ends. Not on the stack: a
+// thread's stack may be as small as Python's threading.stack_size minimum, 32 KiB, and a 64 KB
+// buffer there crashed such a thread. Not from the heap every call: that added 0.15-0.3 us, 5-10%
+// of a 40 x 40 to 100 x 100 transpose. Null only where the memory could not be had.
+struct gompute_tile_cache {
+  unsigned char* data = nullptr;
+  size_t size = 0;
+  ~gompute_tile_cache() { free(data); }
 };
+static unsigned char* gompute_tile_memory(size_t bytes) {
+  static thread_local gompute_tile_cache cache;
+  if (bytes > cache.size) {
+    free(cache.data);
+    cache.size = (bytes + 4095) & ~(size_t)4095;  // whole pages; aligned_alloc wants a multiple of 64
+    cache.data = (unsigned char*)aligned_alloc(64, cache.size);
+    if (!cache.data) cache.size = 0;
+  }
+  return cache.data;
+}
 
 template <int N>
 GOMPUTE_FN bool gompute_tiled(const gompute_strides<N>& s, int a) {

@@ -108,10 +108,10 @@ GOMPUTE_HOST_KERNEL(branches__strided) {
   const int64_t tile_height = !tile ? 0 : strides.shape[0] < tile_rows ? strides.shape[0] : tile_rows;
   const size_t tile_bytes0 = gompute_tile_bytes<double>(tile && strides.strides[0][1] != 1, tile_height);
   const size_t tile_bytes = tile_bytes0;
-  gompute_tile_memory tiles(tile_bytes);
-  if (!tiles.data)
+  unsigned char* const tiles = tile_bytes ? gompute_tile_memory(tile_bytes) : nullptr;
+  if (tile_bytes && !tiles)
     GOMPUTE_TRAP(launch, "branches__strided: out of memory for the tile buffers of a transposed input");
-  double* t0 = (double*)(tiles.data);
+  double* t0 = (double*)(tiles);
   for (uint64_t base = launch->block_begin * 256u; base < len; base += stride) {
     const uint64_t end = base + span < len ? base + span : len;
     auto run = [&](const int64_t* at, const int64_t* step, int64_t n) {

@@ -68,11 +68,11 @@ GOMPUTE_HOST_KERNEL(half_ops__strided) {
   const size_t tile_bytes0 = gompute_tile_bytes<gompute_f16>(tile && strides.strides[0][1] != 1, tile_height);
   const size_t tile_bytes1 = gompute_tile_bytes<gompute_f16>(tile && strides.strides[1][1] != 1, tile_height);
   const size_t tile_bytes = tile_bytes0 + tile_bytes1;
-  gompute_tile_memory tiles(tile_bytes);
-  if (!tiles.data)
+  unsigned char* const tiles = tile_bytes ? gompute_tile_memory(tile_bytes) : nullptr;
+  if (tile_bytes && !tiles)
     GOMPUTE_TRAP(launch, "half_ops__strided: out of memory for the tile buffers of a transposed input");
-  gompute_f16* t0 = (gompute_f16*)(tiles.data);
-  gompute_f16* t1 = (gompute_f16*)(tiles.data + tile_bytes0);
+  gompute_f16* t0 = (gompute_f16*)(tiles);
+  gompute_f16* t1 = (gompute_f16*)(tiles + tile_bytes0);
   for (uint64_t base = launch->block_begin * 256u; base < len; base += stride) {
     const uint64_t end = base + span < len ? base + span : len;
     auto run = [&](const int64_t* at, const int64_t* step, int64_t n) {

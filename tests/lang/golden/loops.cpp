@@ -122,11 +122,11 @@ GOMPUTE_HOST_KERNEL(loops__strided) {
   const size_t tile_bytes0 = gompute_tile_bytes<int32_t>(tile && strides.strides[0][1] != 1, tile_height);
   const size_t tile_bytes1 = gompute_tile_bytes<float>(tile && strides.strides[1][1] != 1, tile_height);
   const size_t tile_bytes = tile_bytes0 + tile_bytes1;
-  gompute_tile_memory tiles(tile_bytes);
-  if (!tiles.data)
+  unsigned char* const tiles = tile_bytes ? gompute_tile_memory(tile_bytes) : nullptr;
+  if (tile_bytes && !tiles)
     GOMPUTE_TRAP(launch, "loops__strided: out of memory for the tile buffers of a transposed input");
-  int32_t* t0 = (int32_t*)(tiles.data);
-  float* t1 = (float*)(tiles.data + tile_bytes0);
+  int32_t* t0 = (int32_t*)(tiles);
+  float* t1 = (float*)(tiles + tile_bytes0);
   for (uint64_t base = launch->block_begin * 256u; base < len; base += stride) {
     const uint64_t end = base + span < len ? base + span : len;
     auto run = [&](const int64_t* at, const int64_t* step, int64_t n) {

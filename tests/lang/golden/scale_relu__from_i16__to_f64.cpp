@@ -70,10 +70,10 @@ GOMPUTE_HOST_KERNEL(scale_relu__from_i16__to_f64__strided) {
   const int64_t tile_height = !tile ? 0 : strides.shape[0] < tile_rows ? strides.shape[0] : tile_rows;
   const size_t tile_bytes0 = gompute_tile_bytes<int16_t>(tile && strides.strides[0][1] != 1, tile_height);
   const size_t tile_bytes = tile_bytes0;
-  gompute_tile_memory tiles(tile_bytes);
-  if (!tiles.data)
+  unsigned char* const tiles = tile_bytes ? gompute_tile_memory(tile_bytes) : nullptr;
+  if (tile_bytes && !tiles)
     GOMPUTE_TRAP(launch, "scale_relu__from_i16__to_f64__strided: out of memory for the tile buffers of a transposed input");
-  int16_t* t0 = (int16_t*)(tiles.data);
+  int16_t* t0 = (int16_t*)(tiles);
   for (uint64_t base = launch->block_begin * 256u; base < len; base += stride) {
     const uint64_t end = base + span < len ? base + span : len;
     auto run = [&](const int64_t* at, const int64_t* step, int64_t n) {
