@@ -24,6 +24,7 @@ constexpr size_t kAlignment = 64;
 // Launches with at most this many threads run on the stream's own thread rather than
 // the pool: handing ~64 KiB of f32 work to more threads costs more than doing it.
 constexpr uint64_t kInlineThreads = 16384;
+constexpr int kSpinMicroseconds = 100;
 
 struct Fault {
   std::mutex mu;
@@ -120,9 +121,15 @@ unsigned pool_threads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// How long pool threads and callers spin before they sleep (host_pool.h).
+std::chrono::microseconds pool_spin() {
+  if (const char* env = std::getenv("GOMPUTE_HOST_SPIN_US"); env && *env) return std::chrono::microseconds(std::atoi(env));
+  return std::chrono::microseconds(kSpinMicroseconds);
+}
+
 class HostDriver final : public Driver {
  public:
-  HostDriver() : pool_(pool_threads()), default_stream_(std::make_unique<HostStream>()) {}
+  HostDriver() : pool_(pool_threads(), pool_spin()), default_stream_(std::make_unique<HostStream>()) {}
 
   BackendKind kind() const override { return BackendKind::host; }
   void ensure_loaded() override {}

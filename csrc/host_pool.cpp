@@ -1,6 +1,35 @@
 #include "host_pool.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace gompute {
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+// Spins until done() or `limit` has passed; whether done() came true.
+template <typename Done>
+bool spin_until(Done done, std::chrono::microseconds limit) {
+  if (limit.count() <= 0) return done();
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
+
+}  // namespace
 
 struct WorkerPool::Job {
   const std::function<void(uint64_t, uint64_t)>* body;
@@ -12,7 +41,7 @@ struct WorkerPool::Job {
   std::condition_variable finished;
 };
 
-WorkerPool::WorkerPool(unsigned threads) {
+WorkerPool::WorkerPool(unsigned threads, std::chrono::microseconds spin) : spin_(spin) {
   for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { work_loop(); });
 }
 
@@ -39,18 +68,21 @@ void WorkerPool::work_on(Job& job) {
 }
 
 void WorkerPool::work_loop() {
+  uint64_t seen = 0;  // jobs posted when this thread last took one
   for (;;) {
+    spin_until([&] { return posted_.load(std::memory_order_acquire) != seen; }, spin_);
     std::shared_ptr<Job> job;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-      if (stopping_) return;
-      job = jobs_.front();
-      // Every chunk handed out: nobody else needs to find this job.
-      if (job->next.load() >= job->total) {
-        jobs_.pop_front();
-        continue;
+      for (;;) {
+        // Jobs with every chunk handed out: nobody else needs to find them.
+        while (!jobs_.empty() && jobs_.front()->next.load() >= jobs_.front()->total) jobs_.pop_front();
+        if (stopping_) return;
+        if (!jobs_.empty()) break;
+        cv_.wait(lock);
       }
+      seen = posted_.load(std::memory_order_relaxed);
+      job = jobs_.front();
     }
     work_on(*job);
   }
@@ -72,9 +104,11 @@ void WorkerPool::run(uint64_t total, const std::function<void(uint64_t, uint64_t
   {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_.push_back(job);
+    posted_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_all();
   work_on(*job);
+  if (spin_until([&] { return job->done.load(std::memory_order_acquire) == job->total; }, spin_)) return;
   std::unique_lock<std::mutex> lock(job->mu);
   job->finished.wait(lock, [&] { return job->done.load() == job->total; });
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -16,10 +17,13 @@ namespace gompute {
 
 // Runs range bodies on `threads - 1` pool threads plus the calling thread. Several
 // callers (one per stream) may run jobs at once; each job's caller works on it too,
-// so a job always makes progress.
+// so a job always makes progress. Between jobs a pool thread spins for `spin` before it
+// sleeps, and a caller spins that long for the pool's last chunks before it sleeps: a
+// loop of launches then hands work over without waking a thread (a wake-up and the
+// sleep before it cost several microseconds, more than a 100 KB job takes).
 class WorkerPool {
  public:
-  explicit WorkerPool(unsigned threads);
+  WorkerPool(unsigned threads, std::chrono::microseconds spin);
   ~WorkerPool();
 
   unsigned threads() const { return static_cast<unsigned>(workers_.size()) + 1; }
@@ -34,6 +38,8 @@ class WorkerPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> jobs_;
+  std::atomic<uint64_t> posted_{0};  // jobs ever posted: what a spinning thread watches
+  const std::chrono::microseconds spin_;
   std::vector<std::thread> workers_;
   bool stopping_ = false;
 };
