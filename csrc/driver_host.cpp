@@ -24,6 +24,10 @@ constexpr size_t kAlignment = 64;
 // Launches with at most this many threads run on the stream's own thread rather than
 // the pool: handing ~64 KiB of f32 work to more threads costs more than doing it.
 constexpr uint64_t kInlineThreads = 16384;
+// Larger ones too, where their function's measured cost says the launch takes less than this
+// on one thread: a hand-off to the pool costs 2-3 us on the 2-core VM with its threads spinning,
+// and jobs of up to ~8 us of work finished no sooner on two threads than on one.
+constexpr double kInlineNanoseconds = 6000;
 constexpr int kSpinMicroseconds = 100;
 
 struct Fault {
@@ -50,6 +54,19 @@ struct HostFunction {
   std::string name;
   gompute_host_kernel entry;
   int arity;  // -1: the module did not export one
+  // What one thread of a launch costs on one CPU thread, in nanoseconds, timed on launches
+  // above kInlineThreads (a moving average); < 0 until one has run.
+  std::atomic<float> thread_ns{-1};
+
+  bool cheap(uint64_t threads) const {
+    const float ns = thread_ns.load(std::memory_order_relaxed);
+    return ns >= 0 && double(ns) * double(threads) < kInlineNanoseconds;
+  }
+  void timed(uint64_t threads, std::chrono::nanoseconds busy) {
+    const float ns = float(busy.count()) / float(threads);
+    const float old = thread_ns.load(std::memory_order_relaxed);
+    thread_ns.store(old < 0 ? ns : 0.75f * old + 0.25f * ns, std::memory_order_relaxed);
+  }
 };
 
 struct HostModule {
@@ -304,7 +321,7 @@ class HostDriver final : public Driver {
     HostStream& hs = stream(s);
     const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
     const uint64_t threads = blocks * block.x * block.y * block.z;
-    const bool small = threads <= kInlineThreads;
+    const bool small = threads <= kInlineThreads || f->cheap(threads);
     // A small launch the caller waits for, on an idle stream: run it here and now, on the
     // caller's argument storage (nothing outlives this call).
     if (caller_waits && small &&
@@ -359,8 +376,8 @@ class HostDriver final : public Driver {
     ev->cv.wait(lock, [&] { return ev->completed >= target; });
   }
 
-  void run_grid(const HostFunction& f, Dim3 grid, Dim3 block, uint32_t shared_bytes, void* const* args,
-                size_t nargs, uint64_t blocks, bool inline_only, Fault& fault) {
+  void run_grid(HostFunction& f, Dim3 grid, Dim3 block, uint32_t shared_bytes, void* const* args, size_t nargs,
+                uint64_t blocks, bool inline_only, Fault& fault) {
     LaunchState state{&fault, &f.name};
     auto body = [&](uint64_t begin, uint64_t end) {
       if (state.aborted.load(std::memory_order_relaxed)) return;
@@ -379,10 +396,21 @@ class HostDriver final : public Driver {
       launch.runtime = &state;
       f.entry(&launch);
     };
+    const uint64_t threads = blocks * block.x * block.y * block.z;
+    if (threads <= kInlineThreads) return body(0, blocks);  // never timed: the clock would be its cost
+    using clock = std::chrono::steady_clock;
+    std::atomic<int64_t> busy_ns{0};  // summed over the pool's chunks
+    auto timed_body = [&](uint64_t begin, uint64_t end) {
+      const auto start = clock::now();
+      body(begin, end);
+      busy_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count(),
+                        std::memory_order_relaxed);
+    };
     if (inline_only)
-      body(0, blocks);
+      timed_body(0, blocks);
     else
-      pool_.run(blocks, body);
+      pool_.run(blocks, timed_body);
+    if (!state.aborted.load()) f.timed(threads, std::chrono::nanoseconds(busy_ns.load()));
   }
 
   // dlopen needs a file: write the image to a private temporary file, open it, and

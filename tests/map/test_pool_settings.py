@@ -1,0 +1,63 @@
+"""The host worker pool under each of its settings: pool threads that spin between launches or
+sleep at once (GOMPUTE_HOST_SPIN_US), more pool threads than cores, none at all. Launches of one
+kernel cross the fixed inline threshold and the measured-cost one (csrc/driver_host.cpp), from
+several threads at once. Each setting runs in a child process: the pool is made once a process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = """
+import sys, threading
+import numpy as np
+sys.path.insert(0, {kernels_dir!r})
+import gompute as g
+from kernels import axpy, scale_relu
+
+relu, fused = g.map(scale_relu), g.map(axpy)
+SIZES = [1000, 16384, 16640, 40000, 200000, 1 << 20, 16640, 40000, 1000, 300 * 300]
+
+def check(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        for n in SIZES:
+            x = rng.standard_normal(n).astype(np.float32)
+            np.testing.assert_array_equal(relu(x, scale=1.5), np.maximum(x * np.float32(1.5), 0))
+            side = int(n ** 0.5)
+            a, y = rng.standard_normal((2, side, side))
+            np.testing.assert_array_equal(fused(a, y.T, a[:1]), a * y.T + a[:1])
+
+failed = []
+def run(seed):
+    try:
+        check(seed)
+    except BaseException as e:
+        failed.append(e)
+threads = [threading.Thread(target=run, args=(seed,)) for seed in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+if failed:
+    raise failed[0]
+print("ok")
+"""
+
+
+@pytest.mark.parametrize(
+    "threads, spin_us",
+    [("3", "0"), ("3", "20000"), ("1", ""), ("", "")],
+    ids=["3-threads-no-spin", "3-threads-long-spin", "1-thread", "defaults"],
+)
+def test_maps_are_exact_under_every_pool_setting(threads, spin_us, tmp_path):
+    script = tmp_path / "pool.py"
+    script.write_text(SCRIPT.format(kernels_dir=str(Path(__file__).parent)))
+    env = {**os.environ, "GOMPUTE_HOST_THREADS": threads, "GOMPUTE_HOST_SPIN_US": spin_us}
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600, env=env)
+    output = f"exit status {result.returncode}\n{result.stdout}{result.stderr}"
+    assert result.returncode == 0 and result.stdout.strip() == "ok", output
