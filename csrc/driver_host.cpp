@@ -21,13 +21,20 @@ namespace gompute {
 namespace {
 
 constexpr size_t kAlignment = 64;
-// Launches with at most this many threads run on the stream's own thread rather than
-// the pool: handing ~64 KiB of f32 work to more threads costs more than doing it.
+// Where a launch runs: on the calling thread (or the stream's own) or on the worker pool. A hand-
+// off to the pool costs 2-3 us on the 2-core VM with its threads spinning, and jobs of up to ~8 us
+// of work finished no sooner on two threads than on one. So a launch runs inline when its
+// function's measured cost (HostFunction::thread_ns) says it takes under kInlineNanoseconds on one
+// thread, and one of at most kInlineThreads (64 KiB of f32: the small arrays, which must not pay a
+// hand-off) does unless it takes more than kPoolNanoseconds, where two threads plainly win (16
+// f16 Newton steps over 10000 elements take 215 us).
 constexpr uint64_t kInlineThreads = 16384;
-// Larger ones too, where their function's measured cost says the launch takes less than this
-// on one thread: a hand-off to the pool costs 2-3 us on the 2-core VM with its threads spinning,
-// and jobs of up to ~8 us of work finished no sooner on two threads than on one.
 constexpr double kInlineNanoseconds = 6000;
+constexpr double kPoolNanoseconds = 25000;
+// Launches are timed above kInlineThreads, and one in kTimedEvery from kTimedThreads up (a
+// smaller one's time is mostly the call's own, not its threads').
+constexpr uint64_t kTimedThreads = 4096;
+constexpr uint32_t kTimedEvery = 8;
 constexpr int kSpinMicroseconds = 100;
 
 struct Fault {
@@ -54,13 +61,22 @@ struct HostFunction {
   std::string name;
   gompute_host_kernel entry;
   int arity;  // -1: the module did not export one
-  // What one thread of a launch costs on one CPU thread, in nanoseconds, timed on launches
-  // above kInlineThreads (a moving average); < 0 until one has run.
+  // What one thread of a launch costs on one CPU thread, in nanoseconds, a moving average over
+  // the timed launches; < 0 until one has run. Launches it misjudges (a loop whose trip count is
+  // a parameter) are timed too, the first at once above kInlineThreads, one in kTimedEvery below.
   std::atomic<float> thread_ns{-1};
+  std::atomic<uint32_t> launches{0};  // of kTimedThreads to kInlineThreads threads
 
-  bool cheap(uint64_t threads) const {
+  bool runs_inline(uint64_t threads) const {
     const float ns = thread_ns.load(std::memory_order_relaxed);
-    return ns >= 0 && double(ns) * double(threads) < kInlineNanoseconds;
+    const double work = double(ns) * double(threads);
+    if (threads <= kInlineThreads) return ns < 0 || work < kPoolNanoseconds;
+    return ns >= 0 && work < kInlineNanoseconds;
+  }
+  // Called once a launch: whether to time this one.
+  bool timing(uint64_t threads) {
+    if (threads > kInlineThreads) return true;
+    return threads >= kTimedThreads && launches.fetch_add(1, std::memory_order_relaxed) % kTimedEvery == 0;
   }
   void timed(uint64_t threads, std::chrono::nanoseconds busy) {
     const float ns = float(busy.count()) / float(threads);
@@ -321,10 +337,10 @@ class HostDriver final : public Driver {
     HostStream& hs = stream(s);
     const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
     const uint64_t threads = blocks * block.x * block.y * block.z;
-    const bool small = threads <= kInlineThreads || f->cheap(threads);
-    // A small launch the caller waits for, on an idle stream: run it here and now, on the
+    const bool here = f->runs_inline(threads);
+    // An inline launch the caller waits for, on an idle stream: run it here and now, on the
     // caller's argument storage (nothing outlives this call).
-    if (caller_waits && small &&
+    if (caller_waits && here &&
         hs.queue.try_run_inline([&] { run_grid(*f, grid, block, shared_bytes, args, nargs, blocks, true, hs.fault); }))
       return;
     // The argument storage may change once launch returns: copy it, as GPU drivers do.
@@ -339,10 +355,10 @@ class HostDriver final : public Driver {
     // Queued, never run on the caller, unless the caller waits for it anyway: otherwise
     // a kernel may wait for something the host does after launch returns, as on a GPU.
     hs.queue.submit(
-        [this, f, grid, block, shared_bytes, storage, offsets, blocks, small, &hs, keep] {
+        [this, f, grid, block, shared_bytes, storage, offsets, blocks, here, &hs, keep] {
           std::vector<void*> pointers(offsets.size());
           for (size_t i = 0; i < offsets.size(); ++i) pointers[i] = storage->data() + offsets[i];
-          run_grid(*f, grid, block, shared_bytes, pointers.data(), pointers.size(), blocks, small, hs.fault);
+          run_grid(*f, grid, block, shared_bytes, pointers.data(), pointers.size(), blocks, here, hs.fault);
         },
         caller_waits);
   }
@@ -397,7 +413,7 @@ class HostDriver final : public Driver {
       f.entry(&launch);
     };
     const uint64_t threads = blocks * block.x * block.y * block.z;
-    if (threads <= kInlineThreads) return body(0, blocks);  // never timed: the clock would be its cost
+    if (!f.timing(threads)) return inline_only ? body(0, blocks) : pool_.run(blocks, body);
     using clock = std::chrono::steady_clock;
     std::atomic<int64_t> busy_ns{0};  // summed over the pool's chunks
     auto timed_body = [&](uint64_t begin, uint64_t end) {

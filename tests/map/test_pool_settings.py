@@ -1,7 +1,9 @@
 """The host worker pool under each of its settings: pool threads that spin between launches or
 sleep at once (GOMPUTE_HOST_SPIN_US), more pool threads than cores, none at all. Launches of one
-kernel cross the fixed inline threshold and the measured-cost one (csrc/driver_host.cpp), from
-several threads at once. Each setting runs in a child process: the pool is made once a process."""
+kernel cross the fixed inline limit and the measured-cost thresholds both ways (csrc/driver_host.cpp:
+cheap ones above the limit inline, costly ones below it pooled, and a kernel whose cost is a
+parameter misjudged on purpose), from several threads at once. Each setting runs in a child
+process: the pool is made once a process."""
 
 from __future__ import annotations
 
@@ -17,9 +19,9 @@ import sys, threading
 import numpy as np
 sys.path.insert(0, {kernels_dir!r})
 import gompute as g
-from kernels import axpy, scale_relu
+from kernels import axpy, relax, scale_relu
 
-relu, fused = g.map(scale_relu), g.map(axpy)
+relu, fused, steps = g.map(scale_relu), g.map(axpy), g.map(relax)
 SIZES = [1000, 16384, 16640, 40000, 200000, 1 << 20, 16640, 40000, 1000, 300 * 300]
 
 def check(seed):
@@ -31,6 +33,12 @@ def check(seed):
             side = int(n ** 0.5)
             a, y = rng.standard_normal((2, side, side))
             np.testing.assert_array_equal(fused(a, y.T, a[:1]), a * y.T + a[:1])
+        for n, count in [(8192, 1), (8192, 1), (8192, 400), (16384, 400), (8192, 1), (40000, 1), (40000, 100)]:
+            x = rng.standard_normal(n)
+            want = x.copy()
+            for _ in range(count):
+                want = 0.5 * (want + 1.0)
+            np.testing.assert_array_equal(steps(x, steps=count), want)
 
 failed = []
 def run(seed):

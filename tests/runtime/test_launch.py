@@ -88,7 +88,7 @@ def _download_u32(buf) -> np.ndarray:
 
 
 def test_fault_surfaces_at_next_synchronize_then_clears(compute, kernels):
-    data = np.array([4, 9, -1, 16] * 8192, np.float32)  # 32768 elements: a pool launch
+    data = np.array([4, 9, -1, 16] * 8192, np.float32)  # 32768 elements: above the inline limit
     sqrt = kernels.get_kernel("checked_sqrt")
     with compute.alloc(data.nbytes) as buf:
         buf.upload(data)
