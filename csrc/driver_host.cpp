@@ -37,13 +37,23 @@ constexpr uint64_t kTimedThreads = 4096;
 constexpr uint32_t kTimedEvery = 8;
 constexpr int kSpinMicroseconds = 100;
 
+// How long pool and stream threads, and the threads waiting for them, spin before they sleep
+// (host_pool.h).
+std::chrono::microseconds spin_setting() {
+  static const std::chrono::microseconds spin = [] {
+    const char* env = std::getenv("GOMPUTE_HOST_SPIN_US");
+    return std::chrono::microseconds(env && *env ? std::atoi(env) : kSpinMicroseconds);
+  }();
+  return spin;
+}
+
 struct Fault {
   std::mutex mu;
   std::string message;  // "" while no fault
 };
 
 struct HostStream {
-  TaskQueue queue;
+  TaskQueue queue{spin_setting()};
   Fault fault;
 };
 
@@ -154,15 +164,9 @@ unsigned pool_threads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// How long pool threads and callers spin before they sleep (host_pool.h).
-std::chrono::microseconds pool_spin() {
-  if (const char* env = std::getenv("GOMPUTE_HOST_SPIN_US"); env && *env) return std::chrono::microseconds(std::atoi(env));
-  return std::chrono::microseconds(kSpinMicroseconds);
-}
-
 class HostDriver final : public Driver {
  public:
-  HostDriver() : pool_(pool_threads(), pool_spin()), default_stream_(std::make_unique<HostStream>()) {}
+  HostDriver() : pool_(pool_threads(), spin_setting()), default_stream_(std::make_unique<HostStream>()) {}
 
   BackendKind kind() const override { return BackendKind::host; }
   void ensure_loaded() override {}

@@ -15,17 +15,24 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins until done() or `limit` has passed; whether done() came true.
+// Spins until done() or `limit` has passed; whether done() came true. Past the first few
+// microseconds (a loop of launches hands over its next one within them) it yields the core at
+// each look: a spinning thread must not keep a core from a thread that has work, such as the
+// one about to hand it the next task, when there are more threads than cores.
+constexpr std::chrono::microseconds kPauseOnly{5};
+
 template <typename Done>
 bool spin_until(Done done, std::chrono::microseconds limit) {
   if (limit.count() <= 0) return done();
-  const auto deadline = std::chrono::steady_clock::now() + limit;
+  const auto start = std::chrono::steady_clock::now();
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (done()) return true;
       cpu_relax();
     }
-    if (std::chrono::steady_clock::now() >= deadline) return done();
+    const auto spent = std::chrono::steady_clock::now() - start;
+    if (spent >= limit) return done();
+    if (spent >= kPauseOnly) std::this_thread::yield();
   }
 }
 
@@ -113,39 +120,47 @@ void WorkerPool::run(uint64_t total, const std::function<void(uint64_t, uint64_t
   job->finished.wait(lock, [&] { return job->done.load() == job->total; });
 }
 
-TaskQueue::TaskQueue() : thread_([this] { run_loop(); }) {}
+TaskQueue::TaskQueue(std::chrono::microseconds spin) : spin_(spin), thread_([this] { run_loop(); }) {}
 
 TaskQueue::~TaskQueue() {
   {
     std::unique_lock<std::mutex> lock(mu_);
     idle_cv_.wait(lock, [this] { return tasks_.empty() && !busy_; });
     stopping_ = true;
+    submitted_.fetch_add(1, std::memory_order_release);  // ends the thread's spin
   }
   work_cv_.notify_all();
   thread_.join();
 }
 
+void TaskQueue::set_idle() { idle_.store(tasks_.empty() && !busy_, std::memory_order_release); }
+
 void TaskQueue::submit(Task task, bool may_run_inline) {
   std::unique_lock<std::mutex> lock(mu_);
   if (may_run_inline && tasks_.empty() && !busy_) {
     busy_ = true;
+    set_idle();
     lock.unlock();
     task();
     finish_inline();
     return;
   }
   tasks_.push_back(std::move(task));
+  set_idle();
+  submitted_.fetch_add(1, std::memory_order_release);
   work_cv_.notify_one();
 }
 
 void TaskQueue::finish_inline() {
   std::lock_guard<std::mutex> lock(mu_);
   busy_ = false;
+  set_idle();
   if (!tasks_.empty()) work_cv_.notify_one();
   idle_cv_.notify_all();
 }
 
 void TaskQueue::drain() {
+  if (spin_until([this] { return idle_.load(std::memory_order_acquire); }, spin_)) return;
   std::unique_lock<std::mutex> lock(mu_);
   idle_cv_.wait(lock, [this] { return tasks_.empty() && !busy_; });
 }
@@ -158,15 +173,23 @@ bool TaskQueue::idle() {
 void TaskQueue::run_loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
+    if (tasks_.empty() && !stopping_) {
+      const uint64_t seen = submitted_.load(std::memory_order_relaxed);
+      lock.unlock();
+      spin_until([&] { return submitted_.load(std::memory_order_acquire) != seen; }, spin_);
+      lock.lock();
+    }
     work_cv_.wait(lock, [this] { return stopping_ || (!tasks_.empty() && !busy_); });
     if (stopping_) return;  // the destructor drained the queue first
     Task task = std::move(tasks_.front());
     tasks_.pop_front();
     busy_ = true;
+    set_idle();
     lock.unlock();
     task();
     lock.lock();
     busy_ = false;
+    set_idle();
     idle_cv_.notify_all();
   }
 }

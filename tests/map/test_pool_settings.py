@@ -2,7 +2,8 @@
 sleep at once (GOMPUTE_HOST_SPIN_US), more pool threads than cores, none at all. Launches of one
 kernel cross the fixed inline limit and the measured-cost thresholds both ways (csrc/driver_host.cpp:
 cheap ones above the limit inline, costly ones below it pooled, and a kernel whose cost is a
-parameter misjudged on purpose), from several threads at once. Each setting runs in a child
+parameter misjudged on purpose), from several threads at once, beside async copies on streams
+ordered by events, whose threads spin or sleep the same way. Each setting runs in a child
 process: the pool is made once a process."""
 
 from __future__ import annotations
@@ -40,10 +41,31 @@ def check(seed):
                 want = 0.5 * (want + 1.0)
             np.testing.assert_array_equal(steps(x, steps=count), want)
 
+# Async copies down a chain of buffers on two streams, ordered by an event: the streams' own
+# threads run them, spinning between tasks or sleeping.
+def check_streams(seed):
+    compute = g.runtime.host.Compute.init()
+    x = np.random.default_rng(seed).standard_normal(1 << 14).astype(np.float32)
+    first, second = compute.create_stream(), compute.create_stream()
+    bufs = [compute.alloc(x.nbytes) for _ in range(4)]
+    for round in range(50):
+        bufs[0].upload(x + round, stream=first)
+        bufs[1].copy_from(bufs[0], stream=first)
+        done = compute.create_event()
+        done.record(first)
+        done.wait(second)
+        bufs[2].copy_from(bufs[1], stream=second)
+        bufs[3].copy_from(bufs[2], stream=second)
+        out = np.empty_like(x)
+        bufs[3].download(out, stream=second)
+        second.synchronize()
+        np.testing.assert_array_equal(out, x + round)
+
 failed = []
 def run(seed):
     try:
         check(seed)
+        check_streams(seed)
     except BaseException as e:
         failed.append(e)
 threads = [threading.Thread(target=run, args=(seed,)) for seed in range(4)]
