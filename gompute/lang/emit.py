@@ -180,6 +180,7 @@ class FunctionEmitter(ExprEmitter):
         self.struct_names = params_struct_names
         self.lines: list[str] = []
         self.file = fn.filename.replace("\\", "\\\\").replace('"', '\\"')
+        self.loop_targets = {s.target for s in _walk(fn.body) if isinstance(s, ir.For)}
 
     def emit(self) -> list[str]:
         fn = self.fn
@@ -231,6 +232,12 @@ class FunctionEmitter(ExprEmitter):
             self.block(s.orelse, depth + 1)
         self.lines.append(f"{pad}}}")
 
+    def _assigned_bytes(self, stmts: list[ir.Stmt]) -> int:
+        """The widest value, in bytes as held, that `stmts` assign, the loops' own targets aside."""
+        assigned = {s.target for s in _walk(stmts) if isinstance(s, ir.Assign)} - self.loop_targets
+        types = [concrete(self.fn.locals[name]) for name in assigned]
+        return max((4 if is_half(t) else t.itemsize for t in types), default=0)
+
     def _for(self, s: ir.For, depth: int) -> None:
         # range() evaluates its arguments once, before the first iteration.
         pad, t = "  " * depth, value_ctype(s.start.type)
@@ -252,20 +259,40 @@ class FunctionEmitter(ExprEmitter):
             # its body guarded. GCC vectorizes across such a loop (the elements in lanes, the loop
             # run once per vector); a `for` has a zero-trip test around it that stops it. It
             # counts its trips unsigned, so that no range overflows a counter (the empty
-            # range(2**31 - 1, 0) stepped past 2**31 - 1 and ran), in the range's own width
-            # (a wider counter stopped GCC vectorizing it again).
+            # range(2**31 - 1, 0) stepped past 2**31 - 1 and ran), in the range's own width or,
+            # where the body assigns a 64-bit value, in 64 bits: GCC turns the guard into selects
+            # of the values the body assigns, and vectorizes them only where the guard's compare
+            # is as wide as the values (a u32 counter kept a loop over f64 one element at a
+            # time, 2.7 ns a step; a u64 one over f32 did the same to it). The trip count is
+            # computed without a branch: GCC left `lo < hi ? n : 0` as control flow inside the
+            # rows loop, which it does not vectorize (range(p.start, p.stop) ran scalar).
             c, u = s.step.value, t if t.startswith("u") else f"u{t}"
-            start = self.expr(s.start)
+            if self._assigned_bytes(s.body) == 8:
+                u = "uint64_t"
+            start = f"{it}_start"
+            self.lines.append(f"{pad}  const {t} {start} = {self.expr(s.start)};")
             lo, hi = (start, stop) if c > 0 else (stop, start)
             span = f"({u}){hi} - ({u}){lo}"
             trips = span if abs(c) == 1 else f"({u})(({span} - 1) / {abs(c)}u + 1)"
             count, k = f"{it}_count", f"{it}_k"
-            self.lines.append(f"{pad}  const {u} {count} = {lo} < {hi} ? ({u})({trips}) : 0;")
+            self.lines.append(f"{pad}  const {u} {count} = ({u})({lo} < {hi}) * ({u})({trips});")
             self.lines.append(f"{pad}  {u} {k} = 0;")
             self.lines.append(f"{pad}  do {{")
             self.lines.append(f"{pad}    if ({k} < {count}) {{")
-            self.lines.append(f"{pad}      const {t} {it} = ({t})(({u}){start} + {k} * ({u}){step});")
+            # Each value lies in the range, so a 64-bit counter's sum needs no narrowing to `t`
+            # (a narrowing between the counter and the loop variable's own i64 kept f64 scalar).
+            v = t if u != "uint64_t" else "uint64_t" if t.startswith("u") else "int64_t"
+            self.lines.append(f"{pad}      const {v} {it} = ({v})(({u}){start} + {k} * ({u}){step});")
             self.block(s.body, depth + 3)
             self.lines.append(f"{pad}    }}")
             self.lines.append(f"{pad}  }} while (++{k} < {count});")
         self.lines.append(f"{pad}}}")
+
+
+def _walk(stmts: list[ir.Stmt]):
+    """Every statement in `stmts`, nested ones included."""
+    for s in stmts:
+        yield s
+        for body in (getattr(s, "body", None), getattr(s, "orelse", None)):
+            if body:
+                yield from _walk(body)

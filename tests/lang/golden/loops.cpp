@@ -20,11 +20,12 @@ GOMPUTE_FN float gompute_kernel_loops(int32_t x, float y) {
   {
     const int32_t gompute_it1_stop = gompute_imod<int32_t>(x, 10);
     const int32_t gompute_it1_step = 1;
-    const uint32_t gompute_it1_count = 0 < gompute_it1_stop ? (uint32_t)((uint32_t)gompute_it1_stop - (uint32_t)0) : 0;
+    const int32_t gompute_it1_start = 0;
+    const uint32_t gompute_it1_count = (uint32_t)(gompute_it1_start < gompute_it1_stop) * (uint32_t)((uint32_t)gompute_it1_stop - (uint32_t)gompute_it1_start);
     uint32_t gompute_it1_k = 0;
     do {
       if (gompute_it1_k < gompute_it1_count) {
-        const int32_t gompute_it1 = (int32_t)((uint32_t)0 + gompute_it1_k * (uint32_t)gompute_it1_step);
+        const int32_t gompute_it1 = (int32_t)((uint32_t)gompute_it1_start + gompute_it1_k * (uint32_t)gompute_it1_step);
 #line 62 "sample_kernels.py"
         i = ((int64_t)(gompute_it1));
 #line 63 "sample_kernels.py"
@@ -63,7 +64,7 @@ GOMPUTE_FN float gompute_kernel_loops(int32_t x, float y) {
 #line 73 "sample_kernels.py"
   return ((((acc + ((float)(k))) + 0.5f) + gompute_fn_square(y)) + ((float)(gompute_fn_square_2(2LL))));
 }
-#line 67 "gompute-generated-entries"
+#line 68 "gompute-generated-entries"
 template <typename S0, typename S1, typename SO>
 GOMPUTE_FN void gompute_kernel_loops_loop(const S0* in0, const S1* in1, SO* out, int64_t n) {
   GOMPUTE_INDEPENDENT

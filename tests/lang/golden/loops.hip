@@ -20,11 +20,12 @@ GOMPUTE_FN float gompute_kernel_loops(int32_t x, float y) {
   {
     const int32_t gompute_it1_stop = gompute_imod<int32_t>(x, 10);
     const int32_t gompute_it1_step = 1;
-    const uint32_t gompute_it1_count = 0 < gompute_it1_stop ? (uint32_t)((uint32_t)gompute_it1_stop - (uint32_t)0) : 0;
+    const int32_t gompute_it1_start = 0;
+    const uint32_t gompute_it1_count = (uint32_t)(gompute_it1_start < gompute_it1_stop) * (uint32_t)((uint32_t)gompute_it1_stop - (uint32_t)gompute_it1_start);
     uint32_t gompute_it1_k = 0;
     do {
       if (gompute_it1_k < gompute_it1_count) {
-        const int32_t gompute_it1 = (int32_t)((uint32_t)0 + gompute_it1_k * (uint32_t)gompute_it1_step);
+        const int32_t gompute_it1 = (int32_t)((uint32_t)gompute_it1_start + gompute_it1_k * (uint32_t)gompute_it1_step);
 #line 62 "sample_kernels.py"
         i = ((int64_t)(gompute_it1));
 #line 63 "sample_kernels.py"
@@ -63,7 +64,7 @@ GOMPUTE_FN float gompute_kernel_loops(int32_t x, float y) {
 #line 73 "sample_kernels.py"
   return ((((acc + ((float)(k))) + 0.5f) + gompute_fn_square(y)) + ((float)(gompute_fn_square_2(2LL))));
 }
-#line 67 "gompute-generated-entries"
+#line 68 "gompute-generated-entries"
 GOMPUTE_GLOBAL void __launch_bounds__(256) loops(int32_t* in0, float* in1, float* out, uint64_t len) {
   for (uint64_t i = gompute_thread_index(); i < len; i += gompute_thread_count()) {
     out[i] = gompute_kernel_loops(in0[i], in1[i]);
