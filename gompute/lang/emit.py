@@ -233,7 +233,8 @@ class FunctionEmitter(ExprEmitter):
         self.lines.append(f"{pad}}}")
 
     def _assigned_bytes(self, stmts: list[ir.Stmt]) -> int:
-        """The widest value, in bytes as held, that `stmts` assign, the loops' own targets aside."""
+        """The widest value, in bytes as held, that `stmts` assign, the loops' own targets aside
+        (a loop's variable is a weak Python int, held in 64 bits, whatever the range's width)."""
         assigned = {s.target for s in _walk(stmts) if isinstance(s, ir.Assign)} - self.loop_targets
         types = [concrete(self.fn.locals[name]) for name in assigned]
         return max((4 if is_half(t) else t.itemsize for t in types), default=0)
@@ -279,8 +280,9 @@ class FunctionEmitter(ExprEmitter):
             self.lines.append(f"{pad}  {u} {k} = 0;")
             self.lines.append(f"{pad}  do {{")
             self.lines.append(f"{pad}    if ({k} < {count}) {{")
-            # Each value lies in the range, so a 64-bit counter's sum needs no narrowing to `t`
-            # (a narrowing between the counter and the loop variable's own i64 kept f64 scalar).
+            # The body reads this counter only to assign the loop's own variable (a weak int, 64
+            # bits), and each value lies in the range, so a 64-bit counter's sum needs no
+            # narrowing to `t` (a narrowing between the two kept f64 scalar).
             v = t if u != "uint64_t" else "uint64_t" if t.startswith("u") else "int64_t"
             self.lines.append(f"{pad}      const {v} {it} = ({v})(({u}){start} + {k} * ({u}){step});")
             self.block(s.body, depth + 3)
