@@ -7,6 +7,8 @@ launches its own entry point and compares the output, values and dtype, with Num
 from __future__ import annotations
 
 import math
+import zlib
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -170,7 +172,7 @@ def _cases():
         (
             "fma",
             K.b_fma,
-            lambda a, b, c: (a.astype(np.float64) * b + c).astype(a.dtype),
+            _np_fma,
             (d, d, d),
             ("any",) * 3,
             False,
@@ -203,6 +205,22 @@ def _cases():
     return cases
 
 
+def _np_fma(a, b, c):
+    """a * b + c rounded once. Narrower floats: the f64 product is exact and one f64 sum rounds far
+    below their ulp. f64: exactly, in fractions, where the inputs are finite (an unfused f64
+    a * b + c is wrong by far more than the tolerance where the sum cancels)."""
+    if a.dtype != np.float64:
+        return (a.astype(np.float64) * b + c).astype(a.dtype)
+    out = a * b + c
+    for i in np.flatnonzero(np.isfinite(a) & np.isfinite(b) & np.isfinite(c)):
+        exact = Fraction(a[i]) * Fraction(b[i]) + Fraction(c[i])
+        try:
+            out[i] = float(exact)
+        except OverflowError:
+            out[i] = math.inf if exact > 0 else -math.inf
+    return out
+
+
 CASES = _cases()
 
 
@@ -228,7 +246,7 @@ def _tolerance(dtype):
 @pytest.mark.parametrize("case", CASES, ids=_id)
 def test_against_numpy(image, case):
     name, _, ref, dtypes, roles, exact = case
-    rng = np.random.default_rng(abs(hash(_id(case))) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(_id(case).encode()))  # the same inputs in every process
     inputs = [sample(d, rng, role) for d, role in zip(dtypes, roles)]
     with np.errstate(all="ignore"):
         expected = np.asarray(ref(*inputs))
