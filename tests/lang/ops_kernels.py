@@ -310,6 +310,11 @@ def b_fma(a, b, c):
 
 
 @map_kernel
+def mul_add(a, b, c):
+    return a * b + c
+
+
+@map_kernel
 def b_clamp(a, b, c):
     return g.clamp(a, b, c)
 

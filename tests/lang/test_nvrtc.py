@@ -78,6 +78,25 @@ def test_every_operator_and_builtin_compiles_for_cuda():
     assert all(f".entry {e.symbol}(" in ptx for e in image.entry_points)
 
 
+@pytest.mark.parametrize("suffix", ["f32", "f64"])
+def test_a_product_plus_a_sum_rounds_twice_on_the_gpu_and_fma_once(suffix):
+    """NumPy rounds a * b before adding c; nvcc would fuse the two into one fma.rn unless told
+    not to (--fmad=false). g.fma is the one place an fma.rn belongs."""
+    from . import ops_kernels as K
+
+    t = getattr(T, suffix)
+    image = compile_module([K.mul_add.specialize(t, t, t), K.b_fma.specialize(t, t, t)], "cuda", "compute_75", "fmad")
+    ptx = image.data.decode()
+    bodies = dict(re.findall(r"\.entry (\w+)\((.*?)\n\}", ptx, re.S))
+    separate = [body for name, body in bodies.items() if name.startswith("mul_add")]
+    fused = [body for name, body in bodies.items() if name.startswith("b_fma")]
+    assert separate and fused
+    for body in separate:
+        assert f"mul.rn.{suffix}" in body and f"add.rn.{suffix}" in body and "fma." not in body
+    for body in fused:
+        assert f"fma.rn.{suffix}" in body
+
+
 def test_cubin_for_a_real_arch():
     image = S.scale_relu.compile_for("cuda", "sm_90")
     assert image.format == "cubin" and image.data[:4] == b"\x7fELF"

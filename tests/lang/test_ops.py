@@ -236,6 +236,7 @@ def _id(case):
 @pytest.fixture(scope="module")
 def image():
     specs = [_spec(c) for c in CASES] + [K.py_aliases.specialize(T.f32, T.f32)]
+    specs += [K.mul_add.specialize(*[T.from_dtype(d)] * 3) for d in FLOATS]
     return compile_module(specs, "host", None, "test_ops")
 
 
@@ -265,6 +266,23 @@ def test_against_numpy(image, case):
             equal_nan=True,
             err_msg=f"{name} on {dtypes}, inputs {inputs}",
         )
+
+
+# 1 + e and 1 - e, whose product 1 - e**2 rounds to 1 in the type: with c = -1, a product
+# rounded before the sum gives 0 and one rounded once gives -e**2.
+ROUNDS_TO_ONE = {np.float16: 2.0**-6, np.float32: 2.0**-14, np.float64: 2.0**-30}
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+def test_fma_rounds_once_and_a_product_plus_a_sum_twice(image, dtype):
+    e = ROUNDS_TO_ONE[dtype]
+    a, b, c = (np.full(N, v, dtype) for v in (1 + e, 1 - e, -1))
+    assert a[0] * b[0] == 1
+    types = [T.from_dtype(dtype)] * 3
+    fused = run_spec(image, K.b_fma.specialize(*types), a, b, c)
+    separate = run_spec(image, K.mul_add.specialize(*types), a, b, c)
+    np.testing.assert_array_equal(fused, np.full(N, -e * e, dtype))
+    np.testing.assert_array_equal(separate, a * b + c)  # zeros: no contraction into an FMA
 
 
 def test_python_builtins_and_math_map_to_builtins(image):
