@@ -139,16 +139,128 @@ def _relax(T):
     return relax
 
 
+def _counted(T):
+    @g.map_kernel
+    def counted(x: T, p: Span) -> T:
+        y = x
+        k = 0  # a weak int, 64 bits, counting the trips: it does not widen the loop's guard
+        for i in range(p.start, p.stop):
+            y = 0.5 * (y + T(i))
+            k += 1
+        return y + T(k)
+
+    return counted
+
+
+def _np_counted(x, start, stop):
+    t, y = x.dtype.type, x.copy()
+    for i in range(start, stop):
+        y = t(0.5) * (y + t(i))
+    return y + t(len(range(start, stop)))
+
+
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
-def test_gcc_vectorizes_across_a_run_time_range(dtype):
+@pytest.mark.parametrize("start, stop", [(0, 0), (0, 1), (3, 2), (-4, 9), (0, 64), (10, -10), (2**31 - 1, 0)])
+def test_a_counter_in_a_run_time_range_counts_its_python_trips(dtype, start, stop):
+    x = np.random.default_rng(abs(start - stop)).standard_normal(1001).astype(TYPES[dtype][1])
+    got = g.map(_counted(TYPES[dtype][0]))(x, start=start, stop=stop)
+    assert np.array_equal(got, _np_counted(x, start, stop))
+
+
+@g.map_kernel
+def _reads_its_count(x: g.f32, p: Span) -> g.f32:
+    k = 0
+    for _ in range(p.start, p.stop):
+        x = x + g.f32(k)  # read in the body: a 64-bit value carried, not a trip counter
+        k += 1
+    return x
+
+
+@g.map_kernel
+def _counts_some_trips(x: g.f32, p: Span) -> g.f32:
+    k = 0
+    for _ in range(p.start, p.stop):
+        if x > 0:  # stepped only on some trips: not computable from the trip count
+            k += 1
+        x = x * 0.5
+    return x + g.f32(k)
+
+
+@g.map_kernel
+def _sums_in_f64(x: g.f32, p: Span) -> g.f32:
+    k = g.f64(0)
+    for _ in range(p.start, p.stop):
+        x = x * 0.5
+        k += 0.1  # an f64 running sum: rounded every trip, not computable from the trip count
+    return x + g.f32(k)
+
+
+def _np_reads_its_count(x, start, stop):
+    for k, _ in enumerate(range(start, stop)):
+        x = x + np.float32(k)
+    return x
+
+
+def _np_counts_some_trips(x, start, stop):
+    k = np.zeros(x.shape, np.float32)
+    for _ in range(start, stop):
+        k += x > 0
+        x = x * np.float32(0.5)
+    return x + k
+
+
+def _np_sums_in_f64(x, start, stop):
+    k = 0.0
+    for _ in range(start, stop):
+        x = x * np.float32(0.5)
+        k += 0.1
+    return x + np.float32(k)
+
+
+@pytest.mark.parametrize(
+    "kernel, reference",
+    [
+        (_reads_its_count, _np_reads_its_count),
+        (_counts_some_trips, _np_counts_some_trips),
+        (_sums_in_f64, _np_sums_in_f64),
+    ],
+)
+@pytest.mark.parametrize("start, stop", [(0, 0), (3, 2), (-4, 9), (0, 40)])
+def test_a_parameter_assigned_in_a_run_time_range_matches_python(kernel, reference, start, stop):
+    x = np.random.default_rng(stop).standard_normal(257).astype(np.float32)
+    assert np.array_equal(g.map(kernel)(x, start=start, stop=stop), reference(x, start, stop))
+
+
+@pytest.mark.parametrize(
+    "kernel, width",
+    [
+        (_counted(g.f32), 32),
+        (_counted(g.f64), 64),
+        (_reads_its_count, 64),
+        (_counts_some_trips, 64),
+        (_sums_in_f64, 64),
+    ],
+    ids=["counter", "f64", "read", "conditional", "float"],
+)
+def test_a_trip_counter_alone_leaves_the_guard_in_the_ranges_width(kernel, width):
+    """lang/emit.py counts a run-time range's trips in 64 bits where the body carries a 64-bit
+    value; `k += 1`, stepped once a trip and read only after the loop, is not such a value."""
+    guards = [line for line in kernel.source("host").splitlines() if "_count = " in line]
+    assert len(guards) == 1 and f"const uint{width}_t " in guards[0], guards
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("factory", [_relax, _counted])
+def test_gcc_vectorizes_across_a_run_time_range(factory, dtype):
     """The rows loop of a kernel whose own loop has a run-time trip count is vectorized, f32 and
     f64 alike (lang/emit.py: the trip count computed without a branch, the guard's compare as
-    wide as the values it selects, no narrowing of the loop variable; each kept the loop scalar).
-    GCC reports it at the rows loop or at the kernel's loop, whichever it keeps."""
+    wide as the values it selects, no narrowing of the loop variable, a trip counter left out of
+    that width; each kept the loop scalar). GCC reports it at the rows loop or at the kernel's
+    loop, whichever it keeps."""
     compiler = find_compiler()
     if "clang" in compiler.version.lower():
         pytest.skip(f"the vectorization report read here is GCC's; the compiler is {compiler.version}")
-    kernel = _relax(TYPES[dtype][0])
+    kernel = factory(TYPES[dtype][0])
     source = kernel.source("host")
     lines = source.splitlines()
     marker = next(i for i, line in enumerate(lines) if line.startswith("#line") and "gompute-generated-entries" in line)
@@ -156,7 +268,7 @@ def test_gcc_vectorizes_across_a_run_time_range(dtype):
     rows = next(i for i in range(marker, len(lines)) if "for (int64_t j = 0; j < n; ++j)" in lines[i])
     places = (f"gompute-generated-entries:{first + rows - marker - 1}:", f"{Path(__file__).name}:")
     with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "relax.cpp"
+        src = Path(tmp) / "kernel.cpp"
         src.write_text(source)
         flags = [f for f in compiler.flags if f != "-w"]
         report_flag = "-fopt-info-vec-optimized"
