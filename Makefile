@@ -8,7 +8,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.gompute-installed
-SOURCES := pyproject.toml CMakeLists.txt $(wildcard csrc/*) $(wildcard gompute/include/gompute/*)
+SOURCES := Makefile pyproject.toml CMakeLists.txt $(wildcard csrc/*) $(wildcard gompute/include/gompute/*)
 
 .PHONY: demo test info bench clean
 
@@ -17,9 +17,9 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 # Frameworks the interop tests exercise when present (they skip without them). On this
-# project's machines torch 2.13.0 is a CPU build on local disk; `make test TEST_FRAMEWORKS=`
-# skips it elsewhere.
-TEST_FRAMEWORKS ?= torch==2.13.0
+# project's machines torch 2.13.0 is a CPU build on local disk, and JAX's CPU wheels take
+# seconds; `make test TEST_FRAMEWORKS=` skips them elsewhere.
+TEST_FRAMEWORKS ?= torch==2.13.0 jax==0.10.2
 
 # Build dependencies go in first so the editable build can run without isolation (and
 # so rebuilds after a C++ change are incremental, in build/).

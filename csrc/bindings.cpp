@@ -251,8 +251,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("probe", [](int kind) { return probe(BackendKind(kind)); }, py::arg("kind"),
         "(usable, reason, driver_version, device_count) for backend kind 0 cuda, 1 hip, 2 host.");
   m.def("device_info", [](int kind, int ordinal) { return device_info(BackendKind(kind), ordinal); });
-  m.def("from_dlpack", from_dlpack, py::arg("capsule"), py::arg("what"),
-        "The array in a DLPack capsule as a Buffer (the capsule is consumed).");
+  m.def("from_dlpack", from_dlpack, py::arg("capsule"), py::arg("what"), py::arg("readonly") = false,
+        "The array in a DLPack capsule as a Buffer (the capsule is consumed); `readonly` where the "
+        "producer's arrays are immutable whatever the capsule's flags say.");
   m.def("wrap_pointer", wrap_pointer, py::arg("kind"), py::arg("ordinal"), py::arg("ptr"), py::arg("code"),
         py::arg("bits"), py::arg("shape"), py::arg("strides"), py::arg("readonly"), py::arg("owner"), py::arg("what"),
         "Someone else's array as a Buffer; `owner` is kept alive with it.");

@@ -312,7 +312,7 @@ py::capsule to_dlpack(const Buffer& buffer, py::handle stream, py::handle max_ve
   return make_capsule<DLManagedTensor>(source, 0);
 }
 
-Buffer from_dlpack(py::capsule capsule, py::object what) {
+Buffer from_dlpack(py::capsule capsule, py::object what, bool readonly) {
   PyObject* cap = capsule.ptr();
   const char* name = PyCapsule_GetName(cap);
   bool versioned = name && std::strcmp(name, kVersionedName) == 0;
@@ -323,14 +323,13 @@ Buffer from_dlpack(py::capsule capsule, py::object what) {
   }
   void* managed = PyCapsule_GetPointer(cap, name);
   DLTensor* t;
-  bool readonly = false;
   if (versioned) {
     auto* mv = static_cast<DLManagedTensorVersioned*>(managed);
     if (mv->version.major != 1)
       raise(ErrorKind::ArgumentError, named(what) + ": DLPack version " + std::to_string(mv->version.major) +
                                           " is not supported (gompute reads 1.x)");
     t = &mv->dl_tensor;
-    readonly = mv->flags & DLPACK_FLAG_BITMASK_READ_ONLY;
+    readonly = readonly || (mv->flags & DLPACK_FLAG_BITMASK_READ_ONLY);
   } else {
     t = &static_cast<DLManagedTensor*>(managed)->dl_tensor;
   }

@@ -31,7 +31,7 @@ pybind11::capsule to_dlpack(const Buffer& buffer, pybind11::handle stream, pybin
 
 // The array in a DLPack capsule, which is consumed (renamed used_...). str(what) names
 // the array in errors (and is only made for one).
-Buffer from_dlpack(pybind11::capsule capsule, pybind11::object what);
+Buffer from_dlpack(pybind11::capsule capsule, pybind11::object what, bool readonly = false);
 
 // Someone else's array at `ptr` (element 0) on backend `kind`, device `ordinal`;
 // `owner` is kept alive as long as the Buffer or any work using it.

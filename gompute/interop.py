@@ -25,9 +25,19 @@ DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_ROCM, DL_ROCM_HOST, DL_CUDA_MANAGED = 1, 2, 3,
 _LEGACY_STREAM = 1
 
 
+def library_of(obj) -> str:
+    """The top-level module of `obj`'s type: "numpy", "torch", "cupy", "jaxlib", ..."""
+    return type(obj).__module__.split(".")[0]
+
+
+def is_jax(obj) -> bool:
+    """Whether `obj` is a JAX array: immutable, so gompute reads it and never writes it."""
+    return library_of(obj) in ("jax", "jaxlib")
+
+
 def describe(obj) -> str:
     """How errors name an array: its type and, where it has them, shape and dtype."""
-    kind = f"{type(obj).__module__.split('.')[0]}.{type(obj).__name__}"
+    kind = f"{library_of(obj)}.{type(obj).__name__}"
     shape, dtype = getattr(obj, "shape", None), getattr(obj, "dtype", None)
     details = ", ".join(str(x) for x in (tuple(shape) if shape is not None else None, dtype) if x is not None)
     return f"the {kind}" + (f" ({details})" if details else "")
@@ -88,7 +98,7 @@ def _from_dlpack(obj, stream, what) -> _core.Buffer:
         capsule = obj.__dlpack__(stream=handle, max_version=(1, 0))
     except TypeError:  # a producer from before DLPack 1.0's keywords
         capsule = obj.__dlpack__(stream=handle) if gpu else obj.__dlpack__()
-    buffer = _core.from_dlpack(capsule, what)
+    buffer = _core.from_dlpack(capsule, what, readonly=is_jax(obj))  # JAX arrays never change
     if gpu:
         buffer.stream = _as_stream(buffer, stream, handle)
     return buffer

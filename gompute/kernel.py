@@ -18,7 +18,7 @@ from .backend import Backend
 from .dim3 import Dim3
 from .errors import ArgumentError, CompileError
 from .interface import arg
-from .interop import asbuffer, describe, stream_handle
+from .interop import asbuffer, describe, is_jax, library_of, stream_handle
 from .lang.kernel import MapKernel
 from .lang.module import pack_strides
 from .runtime import _compute
@@ -233,7 +233,11 @@ class _Call:
         """(what the call returns, its Buffer)."""
         if out is not None:
             if out.readonly:
-                raise ArgumentError(f"{self.kernel.name}: {describe(self.out)} is read-only and cannot be an output")
+                why = " (JAX arrays are immutable)" if is_jax(self.out) else ""
+                raise ArgumentError(
+                    f"{self.kernel.name}: {describe(self.out)} is read-only{why} and cannot be an output; "
+                    "leave out= off for a new array, or pass a writable one"
+                )
             if tuple(out.shape) != tuple(shape):
                 raise ArgumentError(
                     f"{self.kernel.name}: out has shape {tuple(out.shape)}, the inputs broadcast to {tuple(shape)}"
@@ -438,7 +442,7 @@ def _element_strides(b: _core.Buffer, shape) -> list[int]:
 
 def _framework_stream(array) -> int | None:
     """The current stream of a PyTorch or CuPy CUDA array's framework, else None."""
-    module = type(array).__module__.split(".")[0]
+    module = library_of(array)
     if module == "torch" and getattr(array, "is_cuda", False):
         import torch
 
@@ -467,15 +471,15 @@ def _output_maker(array, bound: Kernel, dtype) -> tuple[_Maker, Callable]:
     new array of `array`'s own library (NumPy, PyTorch, CuPy, ...) on the call's device and
     `finish` turns it into what the call returns.
 
-    JAX arrays are immutable: the result is a gompute Buffer handed back through DLPack.
+    JAX arrays are immutable: the result is made as a gompute Buffer and handed to JAX through
+    DLPack (`jnp.from_dlpack`, no copy).
     gompute Buffers, arrays with no array namespace, and results of a dtype the library
     lacks (bf16 for NumPy) give a Buffer (NumPy on host, where it has the dtype).
     """
     on_device = _Maker(bound.compute.empty, (dtype,))
     if isinstance(array, _core.Buffer):
         return on_device, _same
-    module = type(array).__module__.split(".")[0]
-    if module in ("jax", "jaxlib"):
+    if is_jax(array):
         import jax.numpy as jnp
 
         return on_device, jnp.from_dlpack
