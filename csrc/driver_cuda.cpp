@@ -69,14 +69,23 @@ class CudaDriver final : public Driver {
   }
   void host_free_pinned(void* ptr) override { check(api_.cuMemFreeHost(ptr), "cuMemFreeHost"); }
 
+  // A copy without a stream is done when it returns. The driver's synchronous copies run on
+  // the legacy default stream, and two of them return early: one from pageable memory once
+  // its bytes are staged, a device-to-device one at once ("API synchronization behavior" in
+  // the driver API reference). Work on gompute's streams, which are non-blocking, is not
+  // ordered after the legacy stream, so a kernel launched there could read the old bytes:
+  // these wait for the legacy stream, which holds nothing older than the copy (a synchronous
+  // copy waits for the legacy stream's earlier work before it starts).
   void copy_htod(DevicePtr dst, const void* src, size_t n) override {
     check(api_.cuMemcpyHtoD(dst, src, n), "cuMemcpyHtoD", ErrorKind::CopyFailed);
+    check(api_.cuStreamSynchronize(nullptr), "cuStreamSynchronize", ErrorKind::CopyFailed);
   }
   void copy_dtoh(void* dst, DevicePtr src, size_t n) override {
-    check(api_.cuMemcpyDtoH(dst, src, n), "cuMemcpyDtoH", ErrorKind::CopyFailed);
+    check(api_.cuMemcpyDtoH(dst, src, n), "cuMemcpyDtoH", ErrorKind::CopyFailed);  // done on return
   }
   void copy_dtod(DevicePtr dst, DevicePtr src, size_t n) override {
     check(api_.cuMemcpyDtoD(dst, src, n), "cuMemcpyDtoD", ErrorKind::CopyFailed);
+    check(api_.cuStreamSynchronize(nullptr), "cuStreamSynchronize", ErrorKind::CopyFailed);
   }
   void copy_htod_async(DevicePtr dst, const void* src, size_t n, StreamHandle s, KeepAlive) override {
     check(api_.cuMemcpyHtoDAsync(dst, src, n, s), "cuMemcpyHtoDAsync", ErrorKind::CopyFailed);

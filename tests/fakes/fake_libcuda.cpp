@@ -13,7 +13,14 @@
 // the rest of the process as on a GPU. Any other image is PTX, which the fake cannot
 // JIT: CUDA_ERROR_INVALID_PTX, with a message in the JIT error log.
 //
-// What it is not: a GPU emulator. No asynchrony, no limits beyond memory and 1024
+// The one asynchrony it has is the legacy default stream's: a synchronous copy from pageable
+// host memory, or between two device buffers, returns before its bytes land, as the driver
+// API's "API synchronization behavior" allows. They land when the legacy stream next moves:
+// work on it or on a stream that synchronizes with it (a blocking stream, the per-thread
+// default stream), a synchronize of one of those, a context synchronize, or a free. Work on a
+// non-blocking stream does not wait for them and sees the old bytes.
+//
+// What it is not: a GPU emulator. No other asynchrony, no limits beyond memory and 1024
 // threads per block, no kernelParams sizes (cuFuncGetParamInfo reports 8 bytes each),
 // no `extra` launch arguments. An overlapping device-to-device copy, undefined on a GPU,
 // fills the destination with 0xDB so a caller relying on it sees the damage.
@@ -34,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -87,7 +95,9 @@ constexpr int kAttrMultiprocessors = 16, kAttrCcMajor = 75, kAttrCcMinor = 76;
 void* const kStreamLegacy = reinterpret_cast<void*>(0x1);
 void* const kStreamPerThread = reinterpret_cast<void*>(0x2);
 
-struct Stream {};
+constexpr unsigned kStreamNonBlocking = 0x1;
+
+struct Stream { unsigned flags = 0; };
 struct Event { unsigned flags = 0; bool recorded = false; Clock::time_point when; };
 struct Function { std::string name; gompute_host_kernel entry = nullptr; int arity = -1; };  // -1: not exported
 struct Module {
@@ -114,6 +124,7 @@ struct Context {
   Handles<Event> events;
   Handles<Function> functions;
   Handles<Module> modules;
+  std::vector<std::function<void()>> legacy_tail;  // synchronous copies not landed yet, oldest first
 };
 
 std::mutex g_mu;  // guards everything below but g_sticky and t_current
@@ -142,6 +153,23 @@ CUresult check_device(CUdevice dev) {
 bool known_stream(void* s) {
   return s == nullptr || s == kStreamLegacy || s == kStreamPerThread || g_ctx.streams.find(s);
 }
+// Whether work on `s` waits for the legacy default stream's (a known stream; g_mu held).
+bool syncs_with_legacy(void* s) {
+  Stream* stream = s == nullptr || s == kStreamLegacy || s == kStreamPerThread ? nullptr : g_ctx.streams.find(s);
+  return !stream || !(stream->flags & kStreamNonBlocking);
+}
+// Lands the legacy stream's early-returned copies (g_mu held).
+void finish_legacy_tail() {
+  for (auto& land : g_ctx.legacy_tail) land();
+  g_ctx.legacy_tail.clear();
+}
+bool in_pinned(const void* p, size_t n) {
+  auto it = g_ctx.pinned.upper_bound(const_cast<void*>(p));
+  if (it == g_ctx.pinned.begin()) return false;
+  --it;
+  size_t at = static_cast<const char*>(p) - static_cast<const char*>(it->first);
+  return at <= it->second && n <= it->second - at;
+}
 // Whether [p, p + n) lies inside one allocation.
 bool on_device(CUdeviceptr p, size_t n) {
   auto it = g_ctx.allocations.upper_bound(p);
@@ -150,18 +178,35 @@ bool on_device(CUdeviceptr p, size_t n) {
   return p - it->first <= it->second && n <= it->second - (p - it->first);
 }
 
-// Every stream is synchronous: a copy checks its ranges, then runs at once.
-CUresult copy(CUdeviceptr dst, CUdeviceptr src, size_t n, bool dst_device, bool src_device, void* stream) {
+void move_bytes(CUdeviceptr dst, CUdeviceptr src, size_t n, bool device_to_device) {
+  if (device_to_device && dst < src + n && src < dst + n)
+    std::memset(reinterpret_cast<void*>(dst), 0xDB, n);  // undefined on a GPU; see the header
+  else
+    std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+}
+
+// A copy checks its ranges, then runs at once, but for the synchronous (not ...Async) ones
+// the driver lets return early (see the header): those land with the legacy stream's tail.
+CUresult copy(CUdeviceptr dst, CUdeviceptr src, size_t n, bool dst_device, bool src_device, void* stream,
+              bool synchronous = false) {
   {
     Lock lock(g_mu);
     if (CUresult r = in_context()) return r;
     if (!known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
     if ((dst_device && !on_device(dst, n)) || (src_device && !on_device(src, n))) return CUDA_ERROR_INVALID_VALUE;
+    if (syncs_with_legacy(stream)) finish_legacy_tail();
+    if (synchronous && dst_device && src_device) {
+      g_ctx.legacy_tail.push_back([=] { move_bytes(dst, src, n, true); });
+      return CUDA_SUCCESS;
+    }
+    if (synchronous && dst_device && !in_pinned(reinterpret_cast<const void*>(src), n)) {
+      auto staged = std::make_shared<std::vector<char>>(reinterpret_cast<const char*>(src),
+                                                        reinterpret_cast<const char*>(src) + n);
+      g_ctx.legacy_tail.push_back([=] { std::memcpy(reinterpret_cast<void*>(dst), staged->data(), n); });
+      return CUDA_SUCCESS;
+    }
   }
-  if (dst_device && src_device && dst < src + n && src < dst + n)
-    std::memset(reinterpret_cast<void*>(dst), 0xDB, n);  // undefined on a GPU; see the header
-  else
-    std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+  move_bytes(dst, src, n, dst_device && src_device);
   return CUDA_SUCCESS;
 }
 
@@ -287,6 +332,7 @@ FAKE_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   if (CUresult r = check_device(dev)) return r;
   if (g_ctx.refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
   if (--g_ctx.refs > 0) return CUDA_SUCCESS;
+  finish_legacy_tail();
   for (auto& [ptr, size] : g_ctx.allocations) std::free(reinterpret_cast<void*>(ptr));
   for (auto& [ptr, size] : g_ctx.pinned) std::free(ptr);
   g_ctx = Context{};  // unloads the modules too
@@ -300,7 +346,9 @@ FAKE_API CUresult cuCtxSetCurrent(void* ctx) {
 }
 FAKE_API CUresult cuCtxSynchronize() {
   Lock lock(g_mu);
-  return in_context();
+  if (CUresult r = in_context()) return r;
+  finish_legacy_tail();
+  return CUDA_SUCCESS;
 }
 
 // ---- Memory ----------------------------------------------------------------------------
@@ -321,6 +369,7 @@ FAKE_API CUresult cuMemFree_v2(CUdeviceptr ptr) {
   Lock lock(g_mu);
   auto it = g_ctx.allocations.find(ptr);
   if (it == g_ctx.allocations.end()) return CUDA_ERROR_INVALID_VALUE;
+  finish_legacy_tail();  // cuMemFree waits for the device
   std::free(reinterpret_cast<void*>(ptr));
   g_ctx.used -= it->second;
   g_ctx.allocations.erase(it);
@@ -341,12 +390,14 @@ FAKE_API CUresult cuMemFreeHost(void* ptr) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) {
-  return copy(d, CUdeviceptr(s), n, true, false, nullptr);
+  return copy(d, CUdeviceptr(s), n, true, false, nullptr, true);
 }
 FAKE_API CUresult cuMemcpyDtoH_v2(void* d, CUdeviceptr s, size_t n) {
-  return copy(CUdeviceptr(d), s, n, false, true, nullptr);
+  return copy(CUdeviceptr(d), s, n, false, true, nullptr, true);
 }
-FAKE_API CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy(d, s, n, true, true, nullptr); }
+FAKE_API CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  return copy(d, s, n, true, true, nullptr, true);
+}
 FAKE_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, void* stream) {
   return copy(d, CUdeviceptr(s), n, true, false, stream);
 }
@@ -359,10 +410,10 @@ FAKE_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, v
 
 // ---- Streams and events -------------------------------------------------------------------
 
-FAKE_API CUresult cuStreamCreate(void** stream, unsigned) {
+FAKE_API CUresult cuStreamCreate(void** stream, unsigned flags) {
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
-  *stream = g_ctx.streams.add(std::make_unique<Stream>());
+  *stream = g_ctx.streams.add(std::make_unique<Stream>(Stream{flags}));
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuStreamDestroy_v2(void* stream) {
@@ -372,7 +423,9 @@ FAKE_API CUresult cuStreamDestroy_v2(void* stream) {
 FAKE_API CUresult cuStreamSynchronize(void* stream) {
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
-  return known_stream(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  if (!known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (syncs_with_legacy(stream)) finish_legacy_tail();
+  return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuStreamWaitEvent(void* stream, void* event, unsigned) {
   Lock lock(g_mu);
@@ -396,6 +449,7 @@ FAKE_API CUresult cuEventRecord(void* event, void* stream) {
   if (CUresult r = in_context()) return r;
   Event* e = g_ctx.events.find(event);
   if (!e || !known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (syncs_with_legacy(stream)) finish_legacy_tail();
   e->recorded = true;
   e->when = Clock::now();
   return CUDA_SUCCESS;
@@ -516,6 +570,7 @@ FAKE_API CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsig
     Function* f = g_ctx.functions.find(function);
     if (!f || !known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
     if (extra) return CUDA_ERROR_NOT_SUPPORTED;
+    if (syncs_with_legacy(stream)) finish_legacy_tail();
     if (!gx || !gy || !gz || !bx || !by || !bz || uint64_t(bx) * by * bz > kMaxThreadsPerBlock ||
         (f->arity > 0 && !params))
       return CUDA_ERROR_INVALID_VALUE;

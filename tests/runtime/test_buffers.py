@@ -263,6 +263,26 @@ def test_copy_from_on_a_stream(compute, buf):
         np.testing.assert_array_equal(_contents(dst), _pattern(256))
 
 
+def test_a_copy_without_a_stream_is_done_when_it_returns(compute, buf):
+    """Work on a stream sees it. The CUDA driver's synchronous copies from pageable memory and
+    between device buffers may return before their bytes land on the legacy default stream,
+    which gompute's non-blocking streams do not wait for (the fake driver returns early too)."""
+    new = _pattern(256)[::-1].copy()
+    with compute.alloc(256) as dst, compute.create_stream() as s:
+        buf.upload(new)
+        dst.copy_from(buf, stream=s)
+        seen = np.empty(256, np.uint8)
+        dst.download(seen, stream=s)
+        s.synchronize()
+        np.testing.assert_array_equal(seen, new)
+        dst.upload(np.zeros(256, np.uint8), stream=s)
+        s.synchronize()
+        dst.copy_from(buf)
+        dst.download(seen, stream=s)
+        s.synchronize()
+        np.testing.assert_array_equal(seen, new)
+
+
 @pytest.mark.parametrize("src_offset, dst_offset", [(0, 8), (8, 0), (0, 100), (100, 3)], ids=str)
 @pytest.mark.parametrize("on_stream", [False, True], ids=["sync", "stream"])
 def test_overlapping_copy_within_one_buffer_is_a_memmove(compute, buf, src_offset, dst_offset, on_stream):
