@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.gompute-installed
 SOURCES := Makefile pyproject.toml CMakeLists.txt $(wildcard csrc/*) $(wildcard gompute/include/gompute/*)
 
-.PHONY: demo test info bench clean
+.PHONY: demo test info bench gpu-wheels clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,14 @@ $(BENCH_STAMP): $(STAMP)
 # BENCH_ARGS=--quick for a few sizes only.
 bench: $(BENCH_STAMP)
 	MPLBACKEND=Agg $(PY) benchmarks/suite.py $(BENCH_ARGS)
+
+# For a GPU machine without internet (benchmarks/README.md): gompute's run-time requirements
+# but numpy, cuda-pathfinder and pytest, as wheels, to carry there with the working tree.
+GPU_WHEELS := build/gpu-wheels
+gpu-wheels: $(STAMP)
+	$(PY) -m pip download --quiet --only-binary=:all: -d $(GPU_WHEELS) cuda-pathfinder pytest \
+	  $$($(PY) -c "from importlib import metadata; print(*(r for r in metadata.requires('gompute') \
+	    if 'extra ==' not in r and not r.startswith('numpy')))")
 
 clean:
 	rm -rf build $(VENV) gompute/_core*.so

@@ -5,6 +5,8 @@ few minutes and prints a table: scenario, ok/FAIL, figure. Without a usable CUDA
 it says so and stops before the first GPU call.
 
     python benchmarks/gpu_check.py [--save]   # --save also writes benchmarks/results/gpu_check-<date>.md
+
+With --save the file is rewritten after every scenario, so a run cut short keeps what it did.
 """
 
 from __future__ import annotations
@@ -12,18 +14,47 @@ from __future__ import annotations
 import argparse
 import datetime
 import platform
+import re
 import subprocess
 import sys
 import textwrap
 import threading
 import time
 import traceback
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
-import gompute as g
-from gompute.demo import SCALE_RELU_PTX, Params
+
+def missing_requirements() -> list[str]:
+    """gompute's run-time requirements that are not installed: `pip install --no-deps` on a
+    machine without internet leaves them out, and gompute fails at first use without them."""
+    try:
+        requirements = metadata.requires("gompute") or []
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return []
+    missing = []
+    for requirement in requirements:
+        if "extra ==" in requirement:
+            continue
+        name = re.match(r"[A-Za-z0-9._-]+", requirement).group(0)
+        try:
+            metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            missing.append(name)
+    return missing
+
+
+if missing := missing_requirements():
+    sys.exit(
+        f"gompute's requirements {', '.join(missing)} are not installed. Without internet: `make gpu-wheels` "
+        "where there is, carry build/gpu-wheels, and install with "
+        "`pip install --no-build-isolation --no-index --find-links build/gpu-wheels -e .`"
+    )
+
+import gompute as g  # noqa: E402 - after the check, which names what an import would only fail on
+from gompute.demo import SCALE_RELU_PTX, Params  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -59,10 +90,15 @@ DONE:
 
 
 class Check:
-    """Collects (scenario, ok, figure) rows; a scenario that raises is a FAIL with its error."""
+    """Collects (scenario, ok, figure) rows; a scenario that raises is a FAIL with its error
+    (on one line, cut to `FIGURE_CHARS`; the traceback goes to stderr). `on_row` is called
+    after each row."""
 
-    def __init__(self):
+    FIGURE_CHARS = 400
+
+    def __init__(self, on_row=None):
         self.rows: list[tuple[str, bool, str]] = []
+        self.on_row = on_row
 
     def run(self, name: str, fn) -> None:
         start = time.perf_counter()
@@ -72,13 +108,23 @@ class Check:
         except Exception as e:  # noqa: BLE001 - every failure is reported in the table
             ok, figure = False, f"{type(e).__name__}: {e}"
             traceback.print_exc(file=sys.stderr)
+        figure = " ".join(str(figure).split()).replace("|", "/")
+        if len(figure) > self.FIGURE_CHARS:
+            figure = figure[: self.FIGURE_CHARS - 3] + "..."
         self.rows.append((name, ok, f"{figure} [{time.perf_counter() - start:.1f} s]"))
-        print(f"  {'ok  ' if ok else 'FAIL'} {name}: {figure}", flush=True)
+        print(f"  {_result(ok, figure):4} {name}: {figure}", flush=True)
+        if self.on_row:
+            self.on_row()
 
     def table(self) -> str:
         lines = ["| scenario | result | figure |", "|---|---|---|"]
-        lines += [f"| {n} | {'ok' if ok else 'FAIL'} | {f} |" for n, ok, f in self.rows]
+        lines += [f"| {n} | {_result(ok, f)} | {f} |" for n, ok, f in self.rows]
         return "\n".join(lines)
+
+
+def _result(ok: bool, figure: str) -> str:
+    """ok, FAIL, or skip for a scenario that found what it compares against missing."""
+    return "FAIL" if not ok else "skip" if figure.startswith("skipped") else "ok"
 
 
 def gbps(nbytes: int, seconds: float) -> str:
@@ -105,16 +151,20 @@ def scenarios(gpu, check: Check) -> None:
     host = np.random.default_rng(0).standard_normal(n).astype(np.float32)
 
     def roundtrip():
+        out = np.zeros_like(host)  # touched, so no page fault lands inside the D2H timing
+        up, down = [], []
         with gpu.alloc(host.nbytes) as buf:
-            t = time.perf_counter()
-            buf.upload(host)
-            up = time.perf_counter() - t
-            out = np.empty_like(host)
-            t = time.perf_counter()
-            buf.download(out)
-            down = time.perf_counter() - t
+            for _ in range(5):
+                t = time.perf_counter()
+                buf.upload(host)
+                up.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                buf.download(out)
+                down.append(time.perf_counter() - t)
             assert np.array_equal(out, host)
-        return f"pageable H2D {gbps(host.nbytes, up)}, D2H {gbps(host.nbytes, down)}"
+        return (
+            f"pageable H2D {gbps(host.nbytes, np.median(up))}, D2H {gbps(host.nbytes, np.median(down))} (median of 5)"
+        )
 
     def pinned_async():
         pinned = gpu.alloc_pinned(host.nbytes)
@@ -178,22 +228,29 @@ def scenarios(gpu, check: Check) -> None:
         return f"1e8 f32: copy {gbps(moved, copy / 1e3)}, hand-written scale_relu {gbps(moved, run / 1e3)} ({copy / run:.2f}x copy)"
 
     def launch_overhead():
+        # Batches of 500 from an idle device: short enough that the driver's launch queue does
+        # not fill, so the figure is the host's cost, not how fast the GPU drains tiny kernels.
         kernel = gpu.load_module(ADD_ONE_PTX).get_kernel("add_one")
+        batch, batches = 500, 20
         with gpu.alloc(4) as buf:
+            buf.upload(np.zeros(1, np.float32))
             args = [buf.arg_ptr(), g.interface.arg(g.u64(1))]
             for _ in range(100):
                 kernel.launch(1, 1, 0, args)
-            gpu.synchronize()
-            count = 20000
-            t = time.perf_counter()
-            for _ in range(count):
-                kernel.launch(1, 1, 0, args)
-            per = (time.perf_counter() - t) / count
+            per = []
+            for _ in range(batches):
+                gpu.synchronize()
+                t = time.perf_counter()
+                for _ in range(batch):
+                    kernel.launch(1, 1, 0, args)
+                per.append((time.perf_counter() - t) / batch)
             gpu.synchronize()
             out = np.zeros(1, np.float32)
             buf.download(out)
-        assert out[0] == count + 100, out
-        return f"{per * 1e6:.2f} us per kernel.launch (host side, cached args)"
+        assert out[0] == batch * batches + 100, out
+        return (
+            f"{np.median(per) * 1e6:.2f} us per kernel.launch (host side, cached args, median of {batches} x {batch})"
+        )
 
     def streams_overlap():
         kernel = gpu.load_module(SCALE_RELU_PTX).get_kernel("scale_relu")
@@ -202,17 +259,26 @@ def scenarios(gpu, check: Check) -> None:
         with gpu.alloc(host.nbytes) as a, gpu.alloc(host.nbytes) as b:
             args = [a.arg_ptr(), g.interface.arg(g.u64(n)), g.interface.arg(g.abi.pack(Params, scale=1))]
 
+            # A 64 MiB pinned upload takes a few ms over PCIe, one launch over 16M elements tens
+            # of us: `launches` of them per copy make the two comparable, so overlap can show.
+            launches = 64
+
             def both(first, second):
                 t = time.perf_counter()
                 for _ in range(10):
-                    kernel.launch(g.Dim3.linear(n, 256), 256, 0, args, stream=first)
+                    for _ in range(launches):
+                        kernel.launch(g.Dim3.linear(n, 256), 256, 0, args, stream=first)
                     b.upload(pinned, stream=second)
                 first.synchronize()
                 second.synchronize()
                 return time.perf_counter() - t
 
+            both(s1, s2)  # warm-up
             serial, overlapped = both(s1, s1), both(s1, s2)
-        return f"copy+launch x10: one stream {serial * 1e3:.1f} ms, two streams {overlapped * 1e3:.1f} ms"
+        return (
+            f"(64 MiB pinned upload + {launches} launches) x10: one stream {serial * 1e3:.1f} ms, "
+            f"two streams {overlapped * 1e3:.1f} ms ({serial / overlapped:.2f}x)"
+        )
 
     def events_across_streams():
         kernel = gpu.load_module(ADD_ONE_PTX).get_kernel("add_one")
@@ -309,6 +375,23 @@ def scenarios(gpu, check: Check) -> None:
         check.run(name, fn)
 
 
+def versions(gpu) -> str:
+    """The driver, the NVRTC gompute compiles with, and the frameworks, as one line."""
+    from gompute.compile import nvrtc
+
+    try:
+        lib = nvrtc.load()
+        compiler = f"NVRTC {lib.version[0]}.{lib.version[1]} ({lib.path})"
+    except g.CompileError as e:
+        compiler = f"no NVRTC ({e})"
+    found = metadata.packages_distributions()
+    frameworks = [
+        f"{dist} {metadata.version(dist)}" for module in ("numpy", "cupy", "torch") for dist in found.get(module, [])
+    ]
+    driver = gpu.device_info().driver_version
+    return f"driver {driver // 1000}.{driver % 1000 // 10}, {compiler}, {', '.join(frameworks)}, Python {platform.python_version()}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--save", action="store_true", help="also write the table under benchmarks/results/")
@@ -319,7 +402,19 @@ def main() -> int:
     except g.BackendUnavailable as e:
         print(f"No GPU found, so nothing was checked: {e}")
         return 0
-    check = Check()
+    device = gpu.device_info()
+    header = (
+        f"# gpu_check, {datetime.datetime.now():%Y-%m-%d %H:%M}, {device.name} ({device.arch})\n\n{versions(gpu)}\n\n"
+    )
+    print(header, flush=True)
+    path = RESULTS / f"gpu_check-{datetime.date.today()}.md"
+
+    def save(extra: str = "") -> None:
+        if args.save:
+            RESULTS.mkdir(exist_ok=True)
+            path.write_text(f"{header}{check.table()}{extra}\n")
+
+    check = Check(on_row=save)
     scenarios(gpu, check)
     from gpu_interop import interop_scenarios
     from gpu_kernels import kernel_scenarios
@@ -328,17 +423,12 @@ def main() -> int:
     kernel_scenarios(gpu, check)
     interop_scenarios(gpu, check)
     sweep = tuning_scenarios(gpu, check)
-    table = check.table()
+    extra = ""
     if sweep:
-        table += f"\n\n## Launch configurations, 1e8 f32, event-timed (g.map launches 256 x per element)\n\n{sweep_table(sweep)}"
-    print("\n" + table)
+        extra = f"\n\n## Launch configurations, 1e8 f32, event-timed (g.map launches 256 x per element)\n\n{sweep_table(sweep)}"
+    print("\n" + check.table() + extra)
+    save(extra)
     if args.save:
-        RESULTS.mkdir(exist_ok=True)
-        path = RESULTS / f"gpu_check-{datetime.date.today()}.md"
-        device = gpu.device_info()
-        path.write_text(
-            f"# gpu_check, {datetime.datetime.now():%Y-%m-%d %H:%M}, {device.name} ({device.arch})\n\n{table}\n"
-        )
         print(f"saved {path}")
     return 0 if all(ok for _, ok, _ in check.rows) else 1
 

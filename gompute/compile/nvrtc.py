@@ -13,6 +13,7 @@ import functools
 import os
 import re
 import site
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import CompileError
@@ -127,30 +128,60 @@ def load() -> Nvrtc:
 
     `GOMPUTE_LIBNVRTC=/path/libnvrtc.so` wins; then cuda-pathfinder; without it, the
     libraries that NVIDIA's wheels (also PyTorch's and CuPy's dependencies), a CUDA
-    toolkit or the system loader provide.
+    toolkit or the system loader provide. Where a CUDA driver is installed, the first of
+    these its CUDA major version can load the output of (see `choose`).
     """
     override = os.environ.get("GOMPUTE_LIBNVRTC")
     if override:
         return _open(override, "from GOMPUTE_LIBNVRTC")
-    tried = []
+    tried: list[str] = []
+    found = choose(_candidates(tried), _cuda_driver_version())
+    if found is None:
+        raise CompileError(
+            f"compiling CUDA kernels needs NVRTC, which was not found (tried {', '.join(tried)}); "
+            "pip install 'gompute[cuda]' (nvidia-cuda-nvrtc and cuda-pathfinder), or install a CUDA toolkit"
+        )
+    return found
+
+
+def choose(candidates: Iterable[Nvrtc], driver_version: int | None) -> Nvrtc | None:
+    """The first of `candidates` whose CUDA major version is not above the driver's (12080 is
+    12.8): a driver loads CUBINs and PTX from its own major version's NVRTC, minor versions
+    aside, and not from a newer one. With no driver, or none that fits, the first candidate.
+    Candidates are looked at only until one fits."""
+    first = None
+    for candidate in candidates:
+        if driver_version is None or candidate.version[0] <= driver_version // 1000:
+            return candidate
+        first = first or candidate
+    return first
+
+
+def _candidates(tried: list[str]):
+    """Each NVRTC that loads, in order of preference; what did not is added to `tried`."""
     try:
         from cuda import pathfinder
 
         loaded = pathfinder.load_nvidia_dynamic_lib("nvrtc")
-        return Nvrtc(ctypes.CDLL(loaded.abs_path), loaded.abs_path)
+        yield Nvrtc(ctypes.CDLL(loaded.abs_path), loaded.abs_path)
     except ImportError:
         tried.append("cuda-pathfinder (not installed)")
-    except Exception as e:  # pathfinder's several not-found errors
+    except Exception as e:  # noqa: BLE001 - pathfinder's several not-found errors
         tried.append(f"cuda-pathfinder ({e})")
-    for candidate in _fallback_paths():
+    for path in _fallback_paths():
         try:
-            return Nvrtc(ctypes.CDLL(candidate), candidate)
+            yield Nvrtc(ctypes.CDLL(path), path)
         except OSError:
-            tried.append(candidate)
-    raise CompileError(
-        f"compiling CUDA kernels needs NVRTC, which was not found (tried {', '.join(tried)}); "
-        "pip install 'gompute[cuda]' (nvidia-cuda-nvrtc and cuda-pathfinder), or install a CUDA toolkit"
-    )
+            tried.append(path)
+
+
+def _cuda_driver_version() -> int | None:
+    """The installed CUDA driver's version (12080 for 12.8), or None where there is none."""
+    from .. import _core
+    from ..backend import Backend
+
+    usable, _, version, _ = _core.probe(Backend.cuda.kind)
+    return version if usable else None
 
 
 def _open(path: str, how: str) -> Nvrtc:
@@ -161,12 +192,17 @@ def _open(path: str, how: str) -> Nvrtc:
 
 
 def _fallback_paths() -> list[str]:
-    """libnvrtc in NVIDIA's wheels, a CUDA toolkit, then the loader's own search."""
-    found = []
-    for root in map(Path, site.getsitepackages() + [site.getusersitepackages()]):
-        found += sorted(str(p) for p in root.glob("nvidia/*/lib/libnvrtc.so*") if "builtins" not in p.name)
-    for home in filter(None, (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")):
-        found += sorted(str(p) for p in Path(home, "lib64").glob("libnvrtc.so*") if "builtins" not in p.name)
+    """libnvrtc in NVIDIA's wheels and PyTorch's own lib folder, a conda environment, a CUDA
+    toolkit, then the loader's own search."""
+    folders = [
+        (root, pattern)
+        for root in site.getsitepackages() + [site.getusersitepackages()]
+        for pattern in ("nvidia/*/lib/libnvrtc.so*", "torch/lib/libnvrtc*.so*")
+    ]
+    folders += [(os.environ["CONDA_PREFIX"], "lib/libnvrtc.so*")] if os.environ.get("CONDA_PREFIX") else []
+    homes = (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")
+    folders += [(home, "lib64/libnvrtc.so*") for home in homes if home]
+    found = [str(p) for root, pattern in folders for p in sorted(Path(root).glob(pattern)) if "builtins" not in p.name]
     return found + ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"]
 
 

@@ -42,3 +42,44 @@ def test_nothing_found_says_what_to_install(fresh_load, monkeypatch):
         CompileError, match=r"gompute\[cuda\].*/nonexistent/libnvrtc.so|/nonexistent/libnvrtc.so.*gompute\[cuda\]"
     ):
         fresh_load()
+
+
+class _Found:
+    """A stand-in for a loaded NVRTC: only its version matters to `choose`."""
+
+    def __init__(self, version, looked_at):
+        self.version = version
+        looked_at.append(version)
+
+
+def _found(versions, looked_at):
+    return (_Found(v, looked_at) for v in versions)
+
+
+@pytest.mark.parametrize(
+    "versions, driver, chosen, looked_at",
+    [
+        ([(13, 0), (12, 9)], 12080, (12, 9), 2),  # a 12.8 driver cannot load CUDA 13's output
+        ([(12, 9), (13, 0)], 13000, (12, 9), 1),  # the first that fits; the rest are not loaded
+        ([(12, 9)], 12040, (12, 9), 1),  # minor versions aside: a CUBIN from 12.9 loads on 12.4
+        ([(13, 0), (13, 5)], 12080, (13, 0), 2),  # none fits: the first, and the driver will say why
+        ([(13, 5)], None, (13, 5), 1),  # no driver (compiling for elsewhere): the first
+        ([], 12080, None, 0),
+    ],
+)
+def test_the_nvrtc_chosen_is_the_first_the_driver_can_load(versions, driver, chosen, looked_at):
+    seen = []
+    found = nvrtc.choose(_found(versions, seen), driver)
+    assert (found.version if found else None) == chosen
+    assert len(seen) == looked_at
+
+
+def test_load_passes_the_installed_drivers_version(fresh_load, monkeypatch):
+    if not nvrtc.available():
+        pytest.skip("no NVRTC on this machine (pip install nvidia-cuda-nvrtc)")
+    nvrtc.load.cache_clear()
+    monkeypatch.delenv("GOMPUTE_LIBNVRTC", raising=False)
+    asked = []
+    monkeypatch.setattr(nvrtc, "_cuda_driver_version", lambda: 99000)
+    monkeypatch.setattr(nvrtc, "choose", lambda found, driver: asked.append(driver) or next(iter(found)))
+    assert fresh_load().version >= (11, 0) and asked == [99000]
