@@ -486,11 +486,11 @@ def _output_maker(array, bound: Kernel, dtype) -> tuple[_Maker, Callable]:
     numpy_out = _Maker(np.empty, (np.dtype(dtype.dtype),)) if dtype.dtype is not None else on_device
     if isinstance(array, np.ndarray) and bound.backend is Backend.host:
         return numpy_out, _same
-    try:
-        import array_api_compat
+    import array_api_compat  # a requirement: without it a torch or CuPy input would give a Buffer back
 
+    try:
         xp = array_api_compat.array_namespace(array)
-    except (ImportError, TypeError):
+    except TypeError:  # no array namespace for this type
         return numpy_out if bound.backend is Backend.host else on_device, _same
     name = "bool" if dtype.name == "bool_" else "bfloat16" if dtype.dtype is None else np.dtype(dtype.dtype).name
     if not hasattr(xp, name):
