@@ -52,11 +52,12 @@ def asbuffer(obj, *, stream=None) -> _core.Buffer:
     if isinstance(obj, _core.Buffer):
         return obj
     what = _Described(obj)
+    refused = None
     if hasattr(obj, "__dlpack__"):
         try:
             return _from_dlpack(obj, stream, what)
-        except BufferError:
-            pass  # e.g. a read-only array from a producer without DLPack 1.0: try the next protocol
+        except BufferError as e:  # e.g. a read-only array from a producer without DLPack 1.0
+            refused = e  # try the next protocol
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
         return _from_cuda_array_interface(obj, cai, what)
@@ -64,6 +65,8 @@ def asbuffer(obj, *, stream=None) -> _core.Buffer:
         return _from_array_interface(np.asarray(obj), what)
     if _has_buffer_protocol(obj):  # bytes, bytearray, memoryview, ...: their bytes as they are
         return _from_array_interface(np.asarray(memoryview(obj)), what)
+    if refused is not None:  # the producer's own reason, which usually says what to do
+        raise ArgumentError(f"{what} refused to export itself through DLPack: {refused}")
     raise ArgumentError(
         f"{what} speaks no array protocol gompute reads (__dlpack__, __cuda_array_interface__, "
         "__array_interface__ or the buffer protocol); convert it with np.asarray first if a copy is fine"
@@ -90,6 +93,8 @@ def from_dlpack(obj, *, stream=None) -> _core.Buffer:
 
 
 def _from_dlpack(obj, stream, what) -> _core.Buffer:
+    if library_of(obj) == "torch" and getattr(obj, "is_neg", bool)():  # torch exports the memory, not the negation
+        raise ArgumentError(f"{what} is a lazily negated view (its negative bit is set); call .resolve_neg() first")
     device_type, device_id = _dlpack_device(obj)
     gpu = device_type in (DL_CUDA, DL_CUDA_MANAGED, DL_ROCM)
     # CPU producers take no stream (DLPack and the array API require None there).

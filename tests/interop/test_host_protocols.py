@@ -253,6 +253,24 @@ def test_asbuffer_refuses_complex_torch_naming_the_tensor(host):
         interop.asbuffer(torch.zeros(3, dtype=torch.complex64))
 
 
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+def test_a_tensor_torch_will_not_export_says_torchs_reason(host):
+    with pytest.raises(g.ArgumentError, match=r"torch\.Tensor.*refused.*DLPack.*detach\(\)"):
+        interop.asbuffer(torch.ones(3, requires_grad=True))
+    with pytest.raises(g.ArgumentError, match=r"torch\.Tensor.*conjugate bit"):
+        interop.asbuffer(torch.ones(3, dtype=torch.complex64).conj())
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+def test_a_lazily_negated_tensor_is_refused_not_read_unnegated(host):
+    """torch's DLPack export hands over a negative-bit view's memory without the negation
+    (np.from_dlpack reads it unnegated too): gompute refuses it, naming the fix."""
+    t = torch.arange(4.0)._neg_view()
+    with pytest.raises(g.ArgumentError, match=r"negative bit.*resolve_neg\(\)"):
+        interop.asbuffer(t)
+    assert np.array_equal(np.asarray(interop.asbuffer(t.resolve_neg())), -np.arange(4.0))
+
+
 def test_asbuffer_keeps_a_numpy_array_alive_through_array_interface(host):
     raw = np.arange(64, dtype=np.uint8)
     odd = np.ndarray((3,), np.float32, buffer=raw, offset=1, strides=(6,))  # no DLPack for this one

@@ -264,6 +264,16 @@ def test_map_on_torch_views_and_in_place():
     np.testing.assert_array_equal(view.numpy(), want)
 
 
+def test_map_refuses_a_lazily_negated_tensor_even_once_cached():
+    k = g.map(scale_relu)
+    k(torch.arange(4.0), scale=2)  # the fast path has f32 now
+    for out in (None, torch.empty(4)):
+        with pytest.raises(g.ArgumentError, match="negative bit"):
+            k(torch.arange(4.0)._neg_view(), scale=2, out=out)
+    with pytest.raises(g.ArgumentError, match="negative bit"):
+        k(torch.arange(4.0), scale=2, out=torch.empty(4)._neg_view())
+
+
 def test_pipeline_numpy_map_torch_map_numpy_shares_memory():
     x = rng.standard_normal(4096).astype(np.float32)
     y = g.map(scale_relu)(x, scale=2)  # numpy in, numpy out
