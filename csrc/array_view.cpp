@@ -14,6 +14,7 @@ namespace gompute {
 // tensor's NumPy view, CAI, DLPack.
 void ArrayView::open(PyObject* obj, bool writable) {
   if (Py_TYPE(obj) == buffer_type()) return from_buffer(obj, writable);
+  if (std::strcmp(Py_TYPE(obj)->tp_name, "MaskedArray") == 0) return;  // its mask: the general path refuses it
   if (PyObject_CheckBuffer(obj)) {
     read_buffer_protocol(obj, writable);
     return;

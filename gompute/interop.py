@@ -13,6 +13,8 @@ passed explicitly; retried without the new keywords for older producers), then
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from . import _core
@@ -52,6 +54,11 @@ def asbuffer(obj, *, stream=None) -> _core.Buffer:
     if isinstance(obj, _core.Buffer):
         return obj
     what = _Described(obj)
+    if _is_masked(obj):
+        raise ArgumentError(
+            f"{what} is a masked array, whose mask gompute would not honour (its memory holds the masked "
+            "values too); pass m.filled(value) or m.data"
+        )
     refused = None
     if hasattr(obj, "__dlpack__"):
         try:
@@ -71,6 +78,11 @@ def asbuffer(obj, *, stream=None) -> _core.Buffer:
         f"{what} speaks no array protocol gompute reads (__dlpack__, __cuda_array_interface__, "
         "__array_interface__ or the buffer protocol); convert it with np.asarray first if a copy is fine"
     )
+
+
+def _is_masked(obj) -> bool:
+    ma = sys.modules.get("numpy.ma")  # not imported: no masked array exists
+    return ma is not None and isinstance(obj, ma.MaskedArray)
 
 
 class _Described:

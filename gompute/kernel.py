@@ -221,11 +221,16 @@ class _Call:
                 )
 
     def _broadcast(self, buffers) -> tuple[int, ...]:
+        shapes = [tuple(b.shape) for b in buffers]
+        if all(shape == shapes[0] for shape in shapes):  # any number of dimensions, NumPy's limit aside
+            return shapes[0]
+        listed = ", ".join(str(shape) for shape in shapes)
         try:
-            return np.broadcast_shapes(*(b.shape for b in buffers))
+            return np.broadcast_shapes(*shapes)
         except ValueError:
-            shapes = ", ".join(str(tuple(b.shape)) for b in buffers)
-            raise ArgumentError(f"{self.kernel.name}: input shapes {shapes} do not broadcast together") from None
+            raise ArgumentError(f"{self.kernel.name}: input shapes {listed} do not broadcast together") from None
+        except RuntimeError as e:  # more dimensions than NumPy broadcasts
+            raise ArgumentError(f"{self.kernel.name}: cannot broadcast input shapes {listed}: {e}") from None
 
     # -- output -------------------------------------------------------------------------
 

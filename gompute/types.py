@@ -66,6 +66,8 @@ class ScalarType:
             raise ArgumentError(f"{value!r} is not a bool; pass True or False to g.{self.name}")
         if self.kind == "f":
             try:
+                if isinstance(value, (str, bytes)):  # float("2") would parse it
+                    raise TypeError
                 as_float = float(value)
             except (TypeError, ValueError):
                 raise ArgumentError(f"{value!r} is not a number; g.{self.name} needs a float") from None

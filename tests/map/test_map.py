@@ -224,6 +224,23 @@ def test_untyped_buffers_map_as_bytes():
         np.testing.assert_array_equal(np.asarray(y), np.arange(16, dtype=np.uint8) * 2)
 
 
+def test_a_masked_array_is_refused_not_read_through_its_mask():
+    m = np.ma.masked_array(np.array([-1, 2, 3], np.float32), mask=[0, 1, 0])
+    k = g.map(scale_relu)
+    k(np.ones(3, np.float32), scale=2)  # the fast path has f32 now; it must not take the masked one
+    for call in (lambda: k(m, scale=2), lambda: k(np.ones(3, np.float32), scale=2, out=m)):
+        with pytest.raises(g.ArgumentError, match=r"masked array.*filled"):
+            call()
+
+
+def test_arrays_of_more_dimensions_than_numpy_broadcasts():
+    """NumPy broadcasts at most 32 dimensions (np.broadcast_shapes raises RuntimeError)."""
+    x = np.arange(8, dtype=np.float32).reshape((1,) * 37 + (2, 4))
+    np.testing.assert_array_equal(g.map(add)(x, x), x + x)  # equal shapes need no broadcast
+    with pytest.raises(g.ArgumentError, match="cannot broadcast input shapes.*32 dimensions"):
+        g.map(add)(x, x[0])
+
+
 # ---- PyTorch (CPU) -------------------------------------------------------------------------
 
 
