@@ -146,9 +146,9 @@ def load() -> Nvrtc:
 
 def choose(candidates: Iterable[Nvrtc], driver_version: int | None) -> Nvrtc | None:
     """The first of `candidates` whose CUDA major version is not above the driver's (12080 is
-    12.8): a driver loads CUBINs and PTX from its own major version's NVRTC, minor versions
-    aside, and not from a newer one. With no driver, or none that fits, the first candidate.
-    Candidates are looked at only until one fits."""
+    12.8): a driver loads the CUBINs of an NVRTC of its own major version, a newer minor one
+    too (CUDA's minor version compatibility), but not of a newer major one. With no driver, or
+    none that fits, the first candidate. Candidates are looked at only until one fits."""
     first = None
     for candidate in candidates:
         if driver_version is None or candidate.version[0] <= driver_version // 1000:
