@@ -109,7 +109,9 @@ def _arguments(setup: Setup, name: str) -> tuple[list, np.ndarray]:
 
 def sweep(gpu, setup: Setup, name: str, arch: str | None) -> list[dict]:
     """Each (block, grid) of `name`'s g.map entry: milliseconds and its ratio to the copy. Each
-    block size's result is checked on its smallest grid, the one that loops most."""
+    block size's result is checked on its smallest grid, the one that loops most; a row's
+    "error" is what that check found (None: it matched NumPy), so one bad block size does
+    not lose the others' figures."""
     base = BENCHES[name].kernel("f32")
     args, expected = _arguments(setup, name)
     sms = gpu.device_info().multiprocessors
@@ -118,10 +120,15 @@ def sweep(gpu, setup: Setup, name: str, arch: str | None) -> list[dict]:
         kernel = with_block(base, block)
         loaded = gpu.load_module(kernel.compile_for("cuda", arch).data).get_kernel(f"{name}__out")
         configs = grids(setup.n, block, sms, arch)
+        try:
+            setup.check(loaded, min(configs.values()), block, args, expected)
+            error = None
+        except AssertionError as e:
+            error = " ".join(str(e).split())[:200]
         for label, grid in configs.items():
             ms = setup.time(loaded, grid, block, args)
-            rows.append({"kernel": name, "block": block, "grid": label, "ms": ms, "copy/this": setup.copy_ms / ms})
-        setup.check(loaded, min(configs.values()), block, args, expected)
+            row = {"kernel": name, "block": block, "grid": label, "ms": ms, "copy/this": setup.copy_ms / ms}
+            rows.append(row | {"error": error})
     return rows
 
 
@@ -174,19 +181,27 @@ def vector_loads(gpu, n: int = N + 3) -> str:
     )
 
 
-def tuning_scenarios(gpu, check) -> list[dict]:
-    """Runs both scenarios into `check`; returns the sweep's rows for gpu_check's saved table."""
+def tuning_scenarios(gpu, check, n: int = N) -> list[dict]:
+    """Runs both scenarios, over `n` elements, into `check`; returns the sweep's rows for
+    gpu_check's saved table."""
     arch = gpu.device_info().arch
     rows: list[dict] = []
 
     def configs():
-        figure, found = launch_configs(gpu, arch=arch)
+        figure, found = launch_configs(gpu, n, arch)
         rows.extend(found)
+        failed = {(r["kernel"], r["block"]): r["error"] for r in found if r["error"]}
+        if failed:
+            raise AssertionError(f"results differ from NumPy at {sorted(failed)}: {next(iter(failed.values()))}")
         return figure
 
     check.run("launch config: block size x grid", configs)
-    check.run("16-byte loads", lambda: vector_loads(gpu))
+    check.run("16-byte loads", lambda: vector_loads(gpu, n + 3))
     return rows
+
+
+def _cell(row: dict) -> str:
+    return f"{row['ms']:.3f} ms ({row['copy/this']:.2f}x copy{', WRONG RESULT' if row['error'] else ''})"
 
 
 def sweep_table(rows: list[dict]) -> str:
@@ -197,9 +212,5 @@ def sweep_table(rows: list[dict]) -> str:
         for block in BLOCKS:
             cells = {r["grid"]: r for r in rows if r["kernel"] == name and r["block"] == block}
             if cells:
-                lines.append(
-                    f"| {name} | {block} | "
-                    + " | ".join(f"{cells[c]['ms']:.3f} ms ({cells[c]['copy/this']:.2f}x copy)" for c in labels)
-                    + " |"
-                )
+                lines.append(f"| {name} | {block} | " + " | ".join(_cell(cells[c]) for c in labels) + " |")
     return "\n".join(lines)

@@ -38,7 +38,36 @@ def test_the_launch_sweep_runs_and_checks_its_results():
     with images.host_images():
         figure, rows = gpu_tuning.launch_configs(compute, n=10_001, arch="sm_90")
     assert len(rows) == 2 * len(gpu_tuning.BLOCKS) * 4
-    assert all(r["ms"] > 0 and r["copy/this"] > 0 for r in rows)
+    assert all(r["ms"] > 0 and r["copy/this"] > 0 and r["error"] is None for r in rows)
     assert figure.startswith("scale_relu: copy") and "; gelu: copy" in figure
     table = gpu_tuning.sweep_table(rows)
     assert table.count("\n") == 1 + 2 * len(gpu_tuning.BLOCKS) and "| gelu | 1024 |" in table
+
+
+def test_a_block_size_with_a_wrong_result_fails_the_scenario_and_keeps_the_figures(monkeypatch):
+    compute = open_compute(g.Backend.cuda)
+    if not images.is_fake(compute):
+        pytest.skip("on a real GPU benchmarks/gpu_check.py runs the sweep at full size")
+    checked = gpu_tuning.Setup.check
+
+    def check(self, kernel, grid, block, args, expected):
+        checked(self, kernel, grid, block, args, expected * (2 if block == 512 else 1))
+
+    monkeypatch.setattr(gpu_tuning.Setup, "check", check)
+
+    class Check:  # gpu_check's, reduced to what tuning_scenarios calls
+        rows: list = []
+
+        def run(self, name, fn):
+            try:
+                self.rows.append((name, True, fn()))
+            except Exception as e:  # noqa: BLE001 - the 16-byte scenario needs PTX, which the fake refuses
+                self.rows.append((name, False, str(e)))
+
+    check_rows = Check()
+    with images.host_images():
+        rows = gpu_tuning.tuning_scenarios(compute, check_rows, n=10_001)
+    assert {r["block"] for r in rows if r["error"]} == {512} and len(rows) == 2 * len(gpu_tuning.BLOCKS) * 4
+    name, ok, figure = check_rows.rows[0]
+    assert not ok and "results differ from NumPy at [('gelu', 512), ('scale_relu', 512)]" in figure
+    assert "WRONG RESULT" in gpu_tuning.sweep_table(rows)
