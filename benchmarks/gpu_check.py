@@ -394,7 +394,8 @@ def versions(gpu) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--save", action="store_true", help="also write the table under benchmarks/results/")
+    parser.add_argument("--save", action="store_true", help="also write the table under --results")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where --save writes (default: %(default)s)")
     args = parser.parse_args()
     print(f"gompute {g.__version__} gpu_check on {platform.node()} ({platform.machine()}), {datetime.date.today()}")
     try:
@@ -407,11 +408,11 @@ def main() -> int:
         f"# gpu_check, {datetime.datetime.now():%Y-%m-%d %H:%M}, {device.name} ({device.arch})\n\n{versions(gpu)}\n\n"
     )
     print(header, flush=True)
-    path = RESULTS / f"gpu_check-{datetime.date.today()}.md"
+    path = args.results / f"gpu_check-{datetime.date.today()}.md"
 
     def save(extra: str = "") -> None:
         if args.save:
-            RESULTS.mkdir(exist_ok=True)
+            args.results.mkdir(parents=True, exist_ok=True)
             path.write_text(f"{header}{check.table()}{extra}\n")
 
     check = Check(on_row=save)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from gpu_kernels import Params, scale_relu
+from gpu_kernels import scale_relu
 
 import gompute as g
 
@@ -140,7 +140,11 @@ def interop_scenarios(gpu, check) -> None:
         k(x, out=x, scale=1)
         core = k.bound(g.Backend.cuda, gpu.ordinal).launcher((g.f32,), g.f32, "inplace")
         stream = gpu._live().wrap_stream(cupy.cuda.get_current_stream().ptr or 1)
-        args = [g.asbuffer(x).arg_ptr(), g.interface.arg(g.u64(1)), g.interface.arg(g.abi.pack(Params, scale=1))]
+        args = [
+            g.asbuffer(x).arg_ptr(),
+            g.interface.arg(g.u64(1)),
+            g.interface.arg(g.abi.pack(scale_relu.params_class, scale=1)),
+        ]
         bare = [per_call(lambda: core.launch(g.Dim3(1), g.Dim3(256), 0, args, stream)) for _ in range(3)]
         return (
             f"cached g.map on CuPy {np.median(ours):.1f} us/call ({np.median(ours) / np.median(bare):.2f}x a bare "
