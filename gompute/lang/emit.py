@@ -274,12 +274,13 @@ class FunctionEmitter(ExprEmitter):
             # is as wide as the values (a u32 counter kept a loop over f64 one element at a
             # time, 2.7 ns a step; a u64 one over f32 did the same to it, and so did a weak-int
             # `k += 1` counted as a 64-bit value, 0.54 ns, until counters were left out: GCC
-            # computes them from the trip count, 0.06 ns). The trip count is
+            # computes them from the trip count, 0.06 ns). Never narrower than 32 bits: C++
+            # promotes a u8 or u16 difference to a signed int, and range(-1, 1, 2) over i8 ran
+            # 129 times. The trip count is
             # computed without a branch: GCC left `lo < hi ? n : 0` as control flow inside the
             # rows loop, which it does not vectorize (range(p.start, p.stop) ran scalar).
-            c, u = s.step.value, t if t.startswith("u") else f"u{t}"
-            if self._assigned_bytes(s.body) == 8:
-                u = "uint64_t"
+            c = s.step.value
+            u = "uint64_t" if t.endswith("64_t") or self._assigned_bytes(s.body) == 8 else "uint32_t"
             start = f"{it}_start"
             self.lines.append(f"{pad}  const {t} {start} = {self.expr(s.start)};")
             lo, hi = (start, stop) if c > 0 else (stop, start)

@@ -128,6 +128,61 @@ def test_a_loop_over_a_run_time_range_runs_its_python_count(dtype, start, stop):
     assert np.array_equal(y, want)
 
 
+def _narrow_steps(N):
+    """Trips of range(p.start, p.stop, 2), and for a signed N of range(p.stop, p.start, -3)."""
+
+    class NarrowSpan(g.Params):
+        start: N
+        stop: N
+
+    if N.kind == "u":  # a negative step does not fit an unsigned range
+
+        @g.map_kernel
+        def narrow_steps(x: g.f32, p: NarrowSpan) -> g.f32:
+            y = x
+            for i in range(p.start, p.stop, 2):
+                y = y + g.f32(i) * 0.5
+            return y
+
+    else:
+
+        @g.map_kernel
+        def narrow_steps(x: g.f32, p: NarrowSpan) -> g.f32:
+            y = x
+            for i in range(p.start, p.stop, 2):
+                y = y + g.f32(i) * 0.5
+            for j in range(p.stop, p.start, -3):
+                y = y - g.f32(j)
+            return y
+
+    return narrow_steps
+
+
+@pytest.mark.parametrize(
+    "itype, start, stop",
+    [
+        (g.i8, -1, 1),
+        (g.i8, -128, 127),
+        (g.i8, 100, -100),
+        (g.i16, -1, 1),
+        (g.i16, -32768, 32767),
+        (g.u8, 0, 255),
+        (g.u16, 3, 60000),
+    ],
+    ids=str,
+)
+def test_a_narrow_run_time_range_runs_its_python_count(itype, start, stop):
+    """8- and 16-bit ranges are counted in 32 bits: C++ promotes a u8 or u16 difference to a
+    signed int, which made range(-1, 1, 2) over i8 run 129 times."""
+    x = np.linspace(-1, 1, 37, dtype=np.float32)
+    want = x.copy()
+    for i in range(start, stop, 2):
+        want = want + np.float32(i) * np.float32(0.5)
+    for j in range(stop, start, -3) if itype.kind == "i" else ():
+        want = want - np.float32(j)
+    np.testing.assert_array_equal(g.map(_narrow_steps(itype))(x, start=start, stop=stop), want)
+
+
 def _relax(T):
     @g.map_kernel
     def relax(x: T, p: Span) -> T:
