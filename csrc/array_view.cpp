@@ -10,16 +10,46 @@ namespace py = pybind11;
 
 namespace gompute {
 
+namespace {
+
+// The type `module.name` once `module` has been imported (null before: nothing is imported
+// here), found once and kept for the process.
+PyTypeObject* imported_type(PyObject* module, const char* name, PyTypeObject*& found) {
+  if (found) return found;
+  PyObject* m = PyImport_GetModule(module);
+  PyObject* type = m ? PyObject_GetAttrString(m, name) : nullptr;
+  Py_XDECREF(m);
+  if (type && PyType_Check(type))
+    found = reinterpret_cast<PyTypeObject*>(type);  // the reference is kept
+  else
+    Py_XDECREF(type);
+  PyErr_Clear();
+  return found;
+}
+
+bool is_instance(PyObject* obj, PyObject* module, const char* name, PyTypeObject*& found) {
+  PyTypeObject* type = imported_type(module, name, found);
+  return type && PyObject_TypeCheck(obj, type);
+}
+
+}  // namespace
+
 // The protocols in order of cost: a Buffer's own fields, the buffer protocol, a torch
-// tensor's NumPy view, CAI, DLPack.
+// tensor's NumPy view, CAI, DLPack. A NumPy masked array (its mask would be ignored) is left
+// to the general path, which refuses it, and so is a torch tensor NumPy cannot view (its
+// DLPack export would drop a negative bit).
 void ArrayView::open(PyObject* obj, bool writable) {
+  static PyObject* const numpy_ma = PyUnicode_InternFromString("numpy.ma");  // kept for the process
+  static PyObject* const torch = PyUnicode_InternFromString("torch");
+  static PyTypeObject *masked = nullptr, *tensor = nullptr;
   if (Py_TYPE(obj) == buffer_type()) return from_buffer(obj, writable);
-  if (std::strcmp(Py_TYPE(obj)->tp_name, "MaskedArray") == 0) return;  // its mask: the general path refuses it
+  const char* type_name = Py_TYPE(obj)->tp_name;
+  if (std::strcmp(type_name, "numpy.ndarray") != 0 && is_instance(obj, numpy_ma, "MaskedArray", masked)) return;
   if (PyObject_CheckBuffer(obj)) {
     read_buffer_protocol(obj, writable);
     return;
   }
-  if (std::strcmp(Py_TYPE(obj)->tp_name, "Tensor") == 0) {
+  if (std::strcmp(type_name, "Tensor") == 0 || is_instance(obj, torch, "Tensor", tensor)) {
     from_tensor(obj, writable);
     return;
   }

@@ -80,6 +80,11 @@ def asbuffer(obj, *, stream=None) -> _core.Buffer:
     )
 
 
+def _is_negated_tensor(obj) -> bool:
+    torch = sys.modules.get("torch")  # not imported: no tensor exists
+    return torch is not None and isinstance(obj, torch.Tensor) and getattr(obj, "is_neg", bool)()
+
+
 def _is_masked(obj) -> bool:
     ma = sys.modules.get("numpy.ma")  # not imported: no masked array exists
     return ma is not None and isinstance(obj, ma.MaskedArray)
@@ -105,7 +110,7 @@ def from_dlpack(obj, *, stream=None) -> _core.Buffer:
 
 
 def _from_dlpack(obj, stream, what) -> _core.Buffer:
-    if library_of(obj) == "torch" and getattr(obj, "is_neg", bool)():  # torch exports the memory, not the negation
+    if _is_negated_tensor(obj):  # torch exports the memory, not the negation
         raise ArgumentError(f"{what} is a lazily negated view (its negative bit is set); call .resolve_neg() first")
     device_type, device_id = _dlpack_device(obj)
     gpu = device_type in (DL_CUDA, DL_CUDA_MANAGED, DL_ROCM)

@@ -66,8 +66,8 @@ class ScalarType:
             raise ArgumentError(f"{value!r} is not a bool; pass True or False to g.{self.name}")
         if self.kind == "f":
             try:
-                if isinstance(value, (str, bytes)):  # float("2") would parse it
-                    raise TypeError
+                if not hasattr(type(value), "__float__") and not hasattr(type(value), "__index__"):
+                    raise TypeError  # a str, bytes or bytearray, which float() would parse
                 as_float = float(value)
             except (TypeError, ValueError):
                 raise ArgumentError(f"{value!r} is not a number; g.{self.name} needs a float") from None

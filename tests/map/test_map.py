@@ -224,11 +224,22 @@ def test_untyped_buffers_map_as_bytes():
         np.testing.assert_array_equal(np.asarray(y), np.arange(16, dtype=np.uint8) * 2)
 
 
-def test_a_masked_array_is_refused_not_read_through_its_mask():
-    m = np.ma.masked_array(np.array([-1, 2, 3], np.float32), mask=[0, 1, 0])
-    k = g.map(scale_relu)
+class _MyMasked(np.ma.MaskedArray):
+    pass
+
+
+@pytest.mark.parametrize("masked_type", [np.ma.MaskedArray, _MyMasked], ids=["MaskedArray", "subclass"])
+def test_a_masked_array_is_refused_not_read_through_its_mask(masked_type):
+    m = masked_type(np.array([-1, 2, 3], np.float32), mask=[0, 1, 0])
+    k, a = g.map(scale_relu), g.map(add)
     k(np.ones(3, np.float32), scale=2)  # the fast path has f32 now; it must not take the masked one
-    for call in (lambda: k(m, scale=2), lambda: k(np.ones(3, np.float32), scale=2, out=m)):
+    a(np.ones(3, np.float32), np.ones(3, np.float32))
+    calls = (
+        lambda: k(m, scale=2),
+        lambda: k(np.ones(3, np.float32), scale=2, out=m),
+        lambda: a(np.ones(3, np.float32), m),
+    )
+    for call in calls:
         with pytest.raises(g.ArgumentError, match=r"masked array.*filled"):
             call()
 
@@ -281,14 +292,26 @@ def test_map_on_torch_views_and_in_place():
     np.testing.assert_array_equal(view.numpy(), want)
 
 
-def test_map_refuses_a_lazily_negated_tensor_even_once_cached():
+class _MyTensor(torch.Tensor):
+    pass
+
+
+@pytest.mark.parametrize("as_type", [torch.Tensor, _MyTensor], ids=["Tensor", "subclass"])
+def test_map_refuses_a_lazily_negated_tensor_even_once_cached(as_type):
+    def negated(t):
+        return t._neg_view().as_subclass(as_type)
+
     k = g.map(scale_relu)
-    k(torch.arange(4.0), scale=2)  # the fast path has f32 now
+    k(torch.arange(4.0).as_subclass(as_type), scale=2)  # the fast path has f32 now
     for out in (None, torch.empty(4)):
         with pytest.raises(g.ArgumentError, match="negative bit"):
-            k(torch.arange(4.0)._neg_view(), scale=2, out=out)
+            k(negated(torch.arange(4.0)), scale=2, out=out)
     with pytest.raises(g.ArgumentError, match="negative bit"):
-        k(torch.arange(4.0), scale=2, out=torch.empty(4)._neg_view())
+        k(torch.arange(4.0), scale=2, out=negated(torch.empty(4)))
+    imag = torch.tensor([1 + 2j, 3 + 4j]).as_subclass(as_type).conj().imag  # a negated view too
+    with pytest.raises(g.ArgumentError, match="negative bit"):
+        k(imag, scale=2)
+    np.testing.assert_array_equal(np.asarray(k(imag.resolve_neg(), scale=-1)), [2, 4])
 
 
 def test_pipeline_numpy_map_torch_map_numpy_shares_memory():

@@ -235,10 +235,14 @@ class _Two(g.Params):
         (dict(scale=1.0, count=2**32), "count.*out of range"),
         (dict(scale="big", count=1), "scale"),
         (dict(scale="2", count=1), "scale: '2' is not a number"),  # float() would parse it
+        (dict(scale=bytearray(b"2"), count=1), "scale: bytearray.* is not a number"),
         (dict(scale=1.0, count="2"), "count: '2' is not an integer"),
         (dict(scale=1e300, count=1), "scale"),  # a finite value f32 cannot hold
     ],
-    ids=["missing", "unknown", "negative", "too-big", "not-a-number", "numeric-str", "str-int", "f32-overflow"],
+    ids=[
+        *("missing", "unknown", "negative", "too-big", "not-a-number"),
+        *("numeric-str", "bytearray", "str-int", "f32-overflow"),
+    ],
 )
 def test_pack_refuses_missing_unknown_or_out_of_range_fields(values, match):
     with pytest.raises(g.ArgumentError, match=match):
