@@ -55,12 +55,15 @@ bench: $(BENCH_STAMP)
 	MPLBACKEND=Agg $(PY) benchmarks/suite.py $(BENCH_ARGS)
 
 # For a GPU machine without internet (benchmarks/README.md): gompute's run-time requirements
-# but numpy, cuda-pathfinder and pytest, as wheels, to carry there with the working tree.
+# but numpy, cuda-pathfinder and pytest, as wheels, to copy there beside the working tree (build/
+# is not tracked), and the pure-Python exceptiongroup and tomli that pytest needs on Python 3.10.
 GPU_WHEELS := build/gpu-wheels
 gpu-wheels: $(STAMP)
 	$(PY) -m pip download --quiet --only-binary=:all: -d $(GPU_WHEELS) cuda-pathfinder pytest \
 	  $$($(PY) -c "from importlib import metadata; print(*(r for r in metadata.requires('gompute') \
 	    if 'extra ==' not in r and not r.startswith('numpy')))")
+	$(PY) -m pip download --quiet --only-binary=:all: --no-deps --platform any --implementation py \
+	  --python-version 3.10 -d $(GPU_WHEELS) exceptiongroup tomli
 
 clean:
 	rm -rf build $(VENV) gompute/_core*.so

@@ -13,6 +13,7 @@ import functools
 import os
 import re
 import site
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -135,11 +136,20 @@ def load() -> Nvrtc:
     if override:
         return _open(override, "from GOMPUTE_LIBNVRTC")
     tried: list[str] = []
-    found = choose(_candidates(tried), _cuda_driver_version())
+    driver = _cuda_driver_version()
+    found = choose(_candidates(tried), driver)
     if found is None:
         raise CompileError(
             f"compiling CUDA kernels needs NVRTC, which was not found (tried {', '.join(tried)}); "
             "pip install 'gompute[cuda]' (nvidia-cuda-nvrtc and cuda-pathfinder), or install a CUDA toolkit"
+        )
+    if driver is not None and found.version[0] > driver // 1000:
+        warnings.warn(
+            f"no NVRTC found fits this CUDA {driver // 1000}.{driver % 1000 // 10} driver: NVRTC "
+            f"{found.version[0]}.{found.version[1]} ({found.path}) makes code for CUDA {found.version[0]} drivers, "
+            f"which this one may refuse; install nvidia-cuda-nvrtc-cu{driver // 1000}, or point GOMPUTE_LIBNVRTC "
+            f"at an NVRTC {driver // 1000}.x",
+            stacklevel=2,
         )
     return found
 

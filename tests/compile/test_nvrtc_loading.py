@@ -83,3 +83,13 @@ def test_load_passes_the_installed_drivers_version(fresh_load, monkeypatch):
     monkeypatch.setattr(nvrtc, "_cuda_driver_version", lambda: 99000)
     monkeypatch.setattr(nvrtc, "choose", lambda found, driver: asked.append(driver) or next(iter(found)))
     assert fresh_load().version >= (11, 0) and asked == [99000]
+
+
+def test_an_nvrtc_newer_than_the_driver_is_used_with_a_warning_naming_the_fix(fresh_load, monkeypatch):
+    monkeypatch.delenv("GOMPUTE_LIBNVRTC", raising=False)
+    newer = _Found((13, 0), [])
+    newer.path = "/somewhere/libnvrtc.so.13"
+    monkeypatch.setattr(nvrtc, "_candidates", lambda tried: iter([newer]))
+    monkeypatch.setattr(nvrtc, "_cuda_driver_version", lambda: 12080)
+    with pytest.warns(UserWarning, match=r"CUDA 12\.8 driver: NVRTC 13\.0 .*nvidia-cuda-nvrtc-cu12.*GOMPUTE_LIBNVRTC"):
+        assert fresh_load() is newer

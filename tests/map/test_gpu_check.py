@@ -1,6 +1,7 @@
 """benchmarks/gpu_check.py end to end on the fake libcuda (make test's second pass), so the one
-run it gets on a GPU is not spent on a script error. The fake runs no PTX or CUBIN, so those
-scenarios fail here, and only those; every other row must pass or skip."""
+run it gets on a GPU is not spent on an import error or a crash of the script. The fake runs no
+PTX or CUBIN, so those scenarios fail here at their module load, and only those; every other
+row must pass or skip. What comes after a module load in those scenarios is not run here."""
 
 from __future__ import annotations
 
