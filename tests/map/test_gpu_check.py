@@ -44,3 +44,24 @@ def test_gpu_check_runs_every_scenario_and_saves_its_table(tmp_path):
     assert not unexpected, unexpected
     assert "driver 12.8" in table and "NVRTC" in table
     assert run.returncode == 1  # the rows the fake cannot run
+
+
+def test_the_generated_kernel_scenarios_run_on_host_images():
+    """What the end-to-end run cannot reach on the fake: gpu_kernels' launches and checks, with
+    the modules built for the host (tests/fakes/images.py) in place of CUBINs."""
+    compute = open_compute(g.Backend.cuda)
+    if not images.is_fake(compute):
+        pytest.skip("on a real GPU gpu_check.py is run by hand (benchmarks/README.md)")
+    sys.path.insert(0, str(SCRIPT.parent))
+    import gpu_kernels
+
+    rows = []
+
+    class Check:  # gpu_check's, reduced to what kernel_scenarios calls
+        def run(self, name, fn):
+            rows.append((name, fn()))
+
+    with images.host_images():
+        gpu_kernels.kernel_scenarios(compute, Check())
+    assert [name for name, _ in rows][2:] == ["generated integer floor division", "generated f16 kernel"]
+    assert all("matches NumPy" in figure or "skipped" in figure for name, figure in rows[:2]), rows
