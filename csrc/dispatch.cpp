@@ -255,6 +255,7 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   if (out_index < 0) own.open(result.ptr(), true);
   const ArrayView& o = out_index < 0 ? own : inputs[out_index];
   if (!o.ok() || o.ndim() != ndim || !std::equal(shape, shape + ndim, o.shape())) return py::object();
+  if (!o.distinct_elements()) return py::object();  // the general path refuses such an output
   // The entry point, as kernel.py's _entry_kind chooses it.
   bool contiguous = o.contiguous();
   for (int i = 0; i < arity_; ++i) contiguous = contiguous && inputs[i].contiguous() && inputs[i].same_shape(o);

@@ -244,6 +244,33 @@ def test_a_masked_array_is_refused_not_read_through_its_mask(masked_type):
             call()
 
 
+def _self_overlapping(kind: str):
+    """A writable (2, 3) f32 output whose two rows are the same memory."""
+    row = np.zeros(3, np.float32)
+    if kind == "numpy":
+        return np.lib.stride_tricks.as_strided(row, shape=(2, 3), strides=(0, 4))
+    if kind == "buffer":
+        return g.asbuffer(row).view(g.f32, (2, 3), strides=(0, 4))
+    interleaved = np.zeros(4, np.float32)  # rows [0, 1, 2] and [1, 2, 3]
+    return np.lib.stride_tricks.as_strided(interleaved, shape=(2, 3), strides=(4, 4))
+
+
+@pytest.mark.parametrize("kind", ["numpy", "buffer", "interleaved"])
+def test_an_output_whose_elements_share_memory_is_refused(kind):
+    """Which result such an element keeps would depend on the order of the work (on the host's
+    threads, on a GPU's blocks); PyTorch refuses the same."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    k = g.map(scale_relu)
+    k(x, scale=2, out=np.empty((3, 2), np.float32).T)  # the fast path has a strided output cached
+    k(x, scale=2, out=np.empty((3, 2), np.float32).T)
+    for _ in range(2):
+        out = _self_overlapping(kind)
+        with pytest.raises(g.ArgumentError, match="share memory"):
+            k(x, scale=2, out=out)
+        with pytest.raises(g.ArgumentError, match="share memory"):
+            k(out, scale=2, out=out)  # in place
+
+
 def test_arrays_of_more_dimensions_than_numpy_broadcasts():
     """NumPy broadcasts at most 32 dimensions (np.broadcast_shapes raises RuntimeError)."""
     x = np.arange(8, dtype=np.float32).reshape((1,) * 37 + (2, 4))
@@ -312,6 +339,14 @@ def test_map_refuses_a_lazily_negated_tensor_even_once_cached(as_type):
     with pytest.raises(g.ArgumentError, match="negative bit"):
         k(imag, scale=2)
     np.testing.assert_array_equal(np.asarray(k(imag.resolve_neg(), scale=-1)), [2, 4])
+
+
+def test_an_expanded_tensor_is_refused_as_an_output():
+    k = g.map(scale_relu)
+    out = torch.zeros(3).expand(2, 3)
+    for _ in range(2):
+        with pytest.raises(g.ArgumentError, match="share memory"):
+            k(torch.ones(2, 3), scale=2, out=out)
 
 
 def test_pipeline_numpy_map_torch_map_numpy_shares_memory():
