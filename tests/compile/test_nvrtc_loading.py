@@ -62,7 +62,7 @@ def _found(versions, looked_at):
         ([(13, 0), (12, 9)], 12080, (12, 9), 2),  # a 12.8 driver cannot load CUDA 13's output
         ([(12, 9), (13, 0)], 13000, (12, 9), 1),  # the first that fits; the rest are not loaded
         ([(12, 9)], 12040, (12, 9), 1),  # minor versions aside: a CUBIN from 12.9 loads on 12.4
-        ([(13, 0), (13, 5)], 12080, (13, 0), 2),  # none fits: the first, and the driver will say why
+        ([(13, 0), (13, 5)], 12080, (13, 0), 2),  # none fits: the first (load() warns)
         ([(13, 5)], None, (13, 5), 1),  # no driver (compiling for elsewhere): the first
         ([], 12080, None, 0),
     ],
