@@ -245,6 +245,7 @@ Buffer view(const Buffer& b, py::handle dtype, py::handle shape, py::handle stri
 py::dict cuda_array_interface(const Buffer& b) {
   if (b.context()->kind() != BackendKind::cuda)
     throw py::attribute_error("__cuda_array_interface__ is only defined for CUDA buffers");
+  b.exported_by_pointer();
   py::dict d = interface_dict(b, 3);
   d["mask"] = py::none();
   uintptr_t stream = b.stream() ? reinterpret_cast<uintptr_t>(b.stream()->handle()) : 0;
@@ -255,6 +256,7 @@ py::dict cuda_array_interface(const Buffer& b) {
 py::dict array_interface(const Buffer& b) {
   if (b.context()->kind() != BackendKind::host)
     throw py::attribute_error("__array_interface__ is only defined for host buffers; copy device data with download");
+  b.exported_by_pointer();
   b.context()->drv().stream_synchronize(b.stream() ? b.stream()->handle() : nullptr);
   return interface_dict(b, 3);
 }
@@ -263,6 +265,7 @@ py::buffer_info host_buffer_info(Buffer& b) {
   if (b.context()->kind() != BackendKind::host)
     raise(ErrorKind::ArgumentError, "a " + std::string(backend_name(b.context()->kind())) +
                                         " buffer is device memory; download it into a NumPy array instead");
+  b.exported_by_pointer();
   Layout l = b.layout();
   {
     py::gil_scoped_release release;
@@ -340,11 +343,19 @@ Buffer from_dlpack(py::capsule capsule, py::object what, bool readonly) {
   layout.bits = t->dtype.bits;
   layout.shape.assign(t->shape, t->shape + t->ndim);
   layout.strides.resize(t->ndim);
+  // A layout that does not fit is refused with the capsule unconsumed: its destructor returns it.
   int64_t itemsize = int64_t(layout.itemsize()), running = itemsize;
+  bool overflows = false;
   for (int i = t->ndim; i-- > 0;) {
-    layout.strides[i] = t->strides ? t->strides[i] * itemsize : running;
-    running *= layout.shape[i];
+    if (t->strides)
+      overflows |= __builtin_mul_overflow(t->strides[i], itemsize, &layout.strides[i]);
+    else
+      layout.strides[i] = running;
+    if (layout.shape[i] > 0) overflows |= __builtin_mul_overflow(running, layout.shape[i], &running);
   }
+  layout.check_fits(named(what));  // negative extents first, then the byte span
+  if (overflows)
+    raise(ErrorKind::ArgumentError, named(what) + ": its shape and strides reach past 2**63 elements or bytes");
   DevicePtr data = reinterpret_cast<DevicePtr>(t->data) + t->byte_offset;
   // Consumed: from here on the deleter is ours to call, once.
   PyCapsule_SetName(cap, versioned ? kUsedVersionedName : kUsedLegacyName);
@@ -379,6 +390,7 @@ Buffer wrap_pointer(int kind, int ordinal, uintptr_t ptr, uint8_t code, uint8_t 
   layout.strides = std::move(strides);
   if (layout.shape.size() != layout.strides.size())
     raise(ErrorKind::ArgumentError, named(what) + ": shape and strides differ in length");
+  layout.check_fits(named(what));
   return Buffer::wrap(ctx, ptr, std::move(layout), keep_python(std::move(owner)), readonly);
 }
 

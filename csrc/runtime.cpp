@@ -1,5 +1,6 @@
 #include "runtime.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace gompute {
@@ -279,6 +280,23 @@ std::pair<int64_t, int64_t> Layout::extent() const {
   return {lo, hi + int64_t(itemsize())};
 }
 
+void Layout::check_fits(const std::string& what) const {
+  for (int64_t d : shape)
+    if (d < 0) raise(ErrorKind::ArgumentError, what + ": a shape cannot be negative (" + std::to_string(d) + ")");
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return;  // no elements
+  int64_t n = 1, lo = 0, hi = int64_t(itemsize()), span = 0;
+  bool overflows = false;
+  for (size_t i = 0; i < shape.size() && !overflows; ++i) {
+    const int64_t stride = i < strides.size() ? strides[i] : 0;
+    int64_t reach = 0;
+    int64_t& side = stride < 0 ? lo : hi;
+    overflows = __builtin_mul_overflow(n, shape[i], &n) || __builtin_mul_overflow(shape[i] - 1, stride, &reach) ||
+                __builtin_add_overflow(side, reach, &side);
+  }
+  if (overflows || __builtin_sub_overflow(hi, lo, &span))
+    raise(ErrorKind::ArgumentError, what + ": its shape and strides reach past 2**63 elements or bytes");
+}
+
 Layout Layout::bytes(size_t nbytes) {
   Layout l;
   l.shape = {int64_t(nbytes)};
@@ -306,6 +324,7 @@ Buffer Buffer::view(Layout layout) const {
     raise(ErrorKind::ArgumentError, "a view needs one stride per dimension");
   for (int64_t d : layout.shape)
     if (d < 0) raise(ErrorKind::ArgumentError, "a view's shape cannot be negative");
+  layout.check_fits("the view");
   auto [lo, hi] = layout.extent();
   if (layout.size() > 0 && (layout.origin + lo < 0 || layout.origin + hi > int64_t(nbytes_)))
     raise(ErrorKind::ArgumentError, "the view reaches bytes [" + std::to_string(layout.origin + lo) + ", " +

@@ -108,6 +108,9 @@ struct Layout {
   bool c_contiguous() const;
   // The bytes the elements touch, relative to element 0: [lo, hi). Both 0 when empty.
   std::pair<int64_t, int64_t> extent() const;
+  // Raises ArgumentError, naming `what`, unless no extent is negative and the element count
+  // and the bytes spanned fit in 64 bits (extent() and size() may be used after it).
+  void check_fits(const std::string& what) const;
   static Layout bytes(size_t nbytes);
 };
 
@@ -146,7 +149,13 @@ class Buffer {
   void upload(const void* src, size_t n, size_t offset, Stream* stream, KeepAlive keep);
   void download(void* dst, size_t n, size_t offset, Stream* stream, KeepAlive keep);
   void copy_from(const Buffer& src, size_t src_offset, size_t dst_offset, size_t n, Stream* stream);
+  // Drops this Buffer's hold on its memory: freed once nothing else holds it (views, queued
+  // work, DLPack capsules, and an export by pointer: see exported_by_pointer).
   void free();
+  // For the exports that hand out a raw pointer and keep only this Buffer object alive (the
+  // buffer protocol, __array_interface__, __cuda_array_interface__): the memory then lives
+  // as long as the Buffer object, free() or not, so a consumer never reads freed memory.
+  void exported_by_pointer() const { exported_ = allocation(); }
 
  private:
   void check_range(const char* what, size_t offset, size_t n) const;
@@ -154,6 +163,7 @@ class Buffer {
   size_t offset_ = 0;
   size_t nbytes_;
   std::shared_ptr<Allocation> alloc_;
+  mutable std::shared_ptr<Allocation> exported_;  // set by exported_by_pointer
   std::optional<Layout> layout_;
   bool readonly_ = false;
   std::shared_ptr<Stream> stream_;

@@ -271,6 +271,42 @@ def test_a_lazily_negated_tensor_is_refused_not_read_unnegated(host):
     assert np.array_equal(np.asarray(interop.asbuffer(t.resolve_neg())), -np.arange(4.0))
 
 
+@pytest.mark.parametrize(
+    "shape, strides, match",
+    [
+        ((3,), (2**62,), "reach past 2"),
+        ((2**32, 2**32), (0, 0), "reach past 2"),
+        ((-1,), (4,), "cannot be negative"),
+    ],
+    ids=["stride", "count", "negative"],
+)
+def test_a_view_that_does_not_fit_64_bits_is_refused(host, shape, strides, match):
+    with pytest.raises(g.ArgumentError, match=match):
+        host.alloc(64).view(g.f32, shape, strides=strides)
+
+
+@pytest.mark.parametrize(
+    "shape, strides, match",
+    [((-1,), None, "cannot be negative"), ((2**32, 2**32), None, "reach past 2"), ((3,), (2**62,), "reach past 2")],
+    ids=["negative", "count", "stride"],
+)
+def test_a_foreign_layout_that_does_not_fit_64_bits_is_refused(host, shape, strides, match):
+    """A shape of -1 gave a Buffer of 2**64 - 4 bytes, whose views read past the array: through
+    wrap_pointer (what __cuda_array_interface__ arrays become) and through DLPack."""
+    from .dlpack_abi import Handmade, Producer
+
+    a = np.arange(4, dtype=np.float32)
+    byte_strides = strides or (4,) * len(shape)
+    with pytest.raises(g.ArgumentError, match=match):
+        _core.wrap_pointer(g.Backend.host.kind, 0, a.ctypes.data, 2, 32, shape, byte_strides, False, a, "the array")
+    made = Handmade(a[:2].copy() if len(shape) == 1 else a.reshape(2, 2))
+    made.shape[:] = list(shape)
+    if strides is not None:
+        made.strides[:] = [s // 4 for s in strides]
+    with pytest.raises(g.ArgumentError, match=match):
+        interop.asbuffer(Producer(made.capsule))
+
+
 def test_asbuffer_keeps_a_numpy_array_alive_through_array_interface(host):
     raw = np.arange(64, dtype=np.uint8)
     odd = np.ndarray((3,), np.float32, buffer=raw, offset=1, strides=(6,))  # no DLPack for this one

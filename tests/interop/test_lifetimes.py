@@ -54,6 +54,37 @@ def test_exported_buffer_outlives_every_handle(host):
     assert _live_bytes() == before
 
 
+@pytest.mark.parametrize("export", ["asarray", "memoryview", "frombuffer"])
+def test_memory_exported_by_pointer_outlives_free(host, export):
+    """The buffer protocol and __array_interface__ keep the Buffer object alive, not its memory:
+    free() must leave that memory to the Buffer object's end, or the consumer reads and writes
+    freed memory (it read the next allocation's bytes)."""
+    drain_releases()
+    before = _live_bytes()
+    buf = host.alloc(64)
+    buf.upload(np.arange(16, dtype=np.float32))
+    typed = buf.view(g.f32, (16,))
+    if export == "asarray":
+        consumer = np.asarray(typed)
+    elif export == "memoryview":
+        consumer = np.asarray(memoryview(typed))
+    else:
+        consumer = np.frombuffer(typed, np.float32)
+    typed.free()
+    buf.free()
+    drain_releases()
+    assert typed.freed and _live_bytes() == before + 64
+    other = host.alloc(64)
+    other.upload(np.full(16, 9, np.float32))
+    np.testing.assert_array_equal(consumer, np.arange(16, dtype=np.float32))
+    del typed, other
+    drain_releases()
+    assert _live_bytes() == before + 64  # the consumer still holds the exporting Buffer
+    del consumer
+    drain_releases()
+    assert _live_bytes() == before
+
+
 def test_freeing_a_view_handle_keeps_the_parent_usable(pattern):
     view = pattern.view(g.u8, (4,))
     view.free()
