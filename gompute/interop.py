@@ -13,6 +13,7 @@ passed explicitly; retried without the new keywords for older producers), then
 
 from __future__ import annotations
 
+import operator
 import sys
 
 import numpy as np
@@ -69,7 +70,10 @@ def asbuffer(obj, *, stream=None) -> _core.Buffer:
     if cai is not None:
         return _from_cuda_array_interface(obj, cai, what)
     if hasattr(obj, "__array_interface__"):
-        return _from_array_interface(np.asarray(obj), what)
+        array = np.asarray(obj)
+        if isinstance(obj, np.generic):  # a NumPy scalar: the array is a copy, read-only to say so
+            array.flags.writeable = False
+        return _from_array_interface(array, what)
     if _has_buffer_protocol(obj):  # bytes, bytearray, memoryview, ...: their bytes as they are
         return _from_array_interface(np.asarray(memoryview(obj)), what)
     if refused is not None:  # the producer's own reason, which usually says what to do
@@ -120,6 +124,9 @@ def _from_dlpack(obj, stream, what) -> _core.Buffer:
         capsule = obj.__dlpack__(stream=handle, max_version=(1, 0))
     except TypeError:  # a producer from before DLPack 1.0's keywords
         capsule = obj.__dlpack__(stream=handle) if gpu else obj.__dlpack__()
+    if type(capsule).__name__ != "PyCapsule":
+        kind = type(capsule).__name__
+        raise ArgumentError(f"{what}.__dlpack__() returned an object of type {kind}, not a DLPack capsule")
     buffer = _core.from_dlpack(capsule, what, readonly=is_jax(obj))  # JAX arrays never change
     if gpu:
         buffer.stream = _as_stream(buffer, stream, handle)
@@ -128,22 +135,42 @@ def _from_dlpack(obj, stream, what) -> _core.Buffer:
 
 def _dlpack_device(obj) -> tuple[int, int]:
     try:
-        device_type, device_id = obj.__dlpack_device__()
+        device = obj.__dlpack_device__()
     except AttributeError:
         return DL_CPU, 0
-    return int(device_type), int(device_id)
+    try:
+        device_type, device_id = device
+        return operator.index(device_type), operator.index(device_id)
+    except (TypeError, ValueError):
+        raise ArgumentError(
+            f"{describe(obj)}.__dlpack_device__() returned {device!r}, not (device type, device id) ints"
+        ) from None
 
 
-def _from_cuda_array_interface(obj, cai: dict, what) -> _core.Buffer:
-    version = cai.get("version", 0)
+def _from_cuda_array_interface(obj, cai, what) -> _core.Buffer:
+    try:
+        return _read_cuda_array_interface(obj, cai, what)
+    except (KeyError, TypeError, ValueError) as e:  # a dict the protocol does not describe
+        raise ArgumentError(
+            f"{what}: its __cuda_array_interface__ is malformed ({type(e).__name__}: {e}); the protocol's v3 "
+            "needs 'shape' (ints), 'typestr', 'data' (pointer, read-only flag) and 'version', and may have "
+            "'strides' (ints or None) and 'stream' (an int, not 0)"
+        ) from None
+
+
+def _read_cuda_array_interface(obj, cai: dict, what) -> _core.Buffer:
+    version = int(cai.get("version", 0))
     if version < 2:
         raise ArgumentError(f"{what}: __cuda_array_interface__ version {version} is too old (gompute reads 2 and 3)")
     if cai.get("mask") is not None:
         raise ArgumentError(f"{what}: masked arrays (a 'mask' in __cuda_array_interface__) are not supported")
     ptr, readonly = cai["data"]
+    if not isinstance(readonly, bool):
+        raise TypeError(f"the read-only flag in 'data' is {readonly!r}, not a bool")
     dtype = _dtype(cai["typestr"], what)
-    shape = tuple(cai["shape"])
-    strides = cai.get("strides") or _c_strides(shape, dtype.itemsize)
+    shape = tuple(operator.index(d) for d in cai["shape"])
+    strides = cai.get("strides")
+    strides = _c_strides(shape, dtype.itemsize) if strides is None else tuple(operator.index(s) for s in strides)
     buffer = _core.wrap_pointer(
         Backend.cuda.kind,
         _cuda_ordinal(obj),
@@ -158,7 +185,7 @@ def _from_cuda_array_interface(obj, cai: dict, what) -> _core.Buffer:
     )
     raw = cai.get("stream") if version >= 3 else None
     if raw is not None:
-        if raw == 0:
+        if operator.index(raw) == 0:
             raise ArgumentError(f"{what}: __cuda_array_interface__ stream 0 is disallowed by the protocol")
         buffer.stream = buffer._device().wrap_stream(raw)
     return buffer

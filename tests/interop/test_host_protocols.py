@@ -10,6 +10,7 @@ import pytest
 
 import gompute as g
 from gompute import _core, interop
+from tests.map.kernels import scale_relu
 
 from .conftest import assert_same_array, drain_releases, strided_reference
 
@@ -305,6 +306,47 @@ def test_a_foreign_layout_that_does_not_fit_64_bits_is_refused(host, shape, stri
         made.strides[:] = [s // 4 for s in strides]
     with pytest.raises(g.ArgumentError, match=match):
         interop.asbuffer(Producer(made.capsule))
+
+
+class _Cai:
+    def __init__(self, cai):
+        self.__cuda_array_interface__ = cai
+
+
+class _Producer:
+    def __init__(self, capsule, device):
+        self.capsule, self.device = capsule, device
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+@pytest.mark.parametrize(
+    "obj, match",
+    [
+        (_Cai({"version": 3, "shape": (2,), "typestr": "<f4"}), r"__cuda_array_interface__ is malformed \(KeyError"),
+        (_Cai({"version": 3, "shape": (2,), "typestr": "<f4", "data": None}), "malformed"),
+        (_Cai({"version": 3, "shape": (2,), "typestr": "<f4", "data": (8, "no")}), "read-only flag"),
+        (_Cai({"version": 3, "shape": ("2",), "typestr": "<f4", "data": (8, False)}), "malformed"),
+        (_Producer(5, (1, 0)), r"__dlpack__\(\) returned an object of type int, not a DLPack capsule"),
+        (_Producer(None, ("cpu", 0)), r"__dlpack_device__\(\) returned \('cpu', 0\)"),
+    ],
+    ids=["cai-no-data", "cai-data-none", "cai-flag", "cai-shape", "dlpack-int", "dlpack-device"],
+)
+def test_a_malformed_protocol_answer_is_a_gompute_error_naming_it(host, obj, match):
+    with pytest.raises(g.ArgumentError, match=match):
+        interop.asbuffer(obj)
+
+
+def test_a_numpy_scalar_reads_but_is_no_output(host):
+    """np.asarray of a scalar is a copy: written to, the result would vanish."""
+    buf = interop.asbuffer(np.float32(2))
+    assert buf.readonly and np.asarray(buf) == 2
+    with pytest.raises(g.ArgumentError, match="read-only"):
+        g.map(scale_relu)(np.float32(2), out=np.float32(0), scale=1)
 
 
 def test_asbuffer_keeps_a_numpy_array_alive_through_array_interface(host):
