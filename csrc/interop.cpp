@@ -176,7 +176,9 @@ void order_for_consumer(const Buffer& buffer, py::handle stream) {
 
 // The NumPy typestr of a layout's dtype ("<f4", "|b1").
 std::string typestr(const Layout& l) {
-  if (l.code == 4) raise(ErrorKind::ArgumentError, "bfloat16 has no NumPy typestr; exchange it through DLPack");
+  // An AttributeError: the interfaces are then absent, and a consumer probing them with
+  // hasattr (CuPy, NumPy, gompute itself) goes on to DLPack, which carries bfloat16.
+  if (l.code == 4) throw py::attribute_error("bfloat16 has no NumPy typestr; exchange it through DLPack");
   const char kind = l.code == 0 ? 'i' : l.code == 1 ? 'u' : l.code == 2 ? 'f' : 'b';
   return std::string(l.itemsize() == 1 ? "|" : "<") + kind + std::to_string(l.itemsize());
 }
