@@ -165,8 +165,9 @@ def _read_cuda_array_interface(obj, cai: dict, what) -> _core.Buffer:
     if cai.get("mask") is not None:
         raise ArgumentError(f"{what}: masked arrays (a 'mask' in __cuda_array_interface__) are not supported")
     ptr, readonly = cai["data"]
-    if not isinstance(readonly, bool):
+    if readonly not in (True, False):  # a bool (NumPy's, or 0 and 1, taken too)
         raise TypeError(f"the read-only flag in 'data' is {readonly!r}, not a bool")
+    readonly = bool(readonly)
     dtype = _dtype(cai["typestr"], what)
     shape = tuple(operator.index(d) for d in cai["shape"])
     strides = cai.get("strides")
