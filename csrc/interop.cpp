@@ -287,7 +287,14 @@ py::tuple dlpack_device(const Buffer& buffer) {
 py::capsule to_dlpack(const Buffer& buffer, py::handle stream, py::handle max_version, py::handle dl_device,
                       py::handle copy) {
   buffer.allocation();  // raises BufferFreed
-  bool versioned = !max_version.is_none() && max_version.cast<py::tuple>()[0].cast<int>() >= 1;
+  bool versioned = false;
+  if (!max_version.is_none()) {
+    if (!py::isinstance<py::tuple>(max_version) || py::len(max_version) != 2 ||
+        !py::isinstance<py::int_>(max_version.cast<py::tuple>()[0]))
+      raise(ErrorKind::ArgumentError, "max_version is a (major, minor) tuple of ints, or None; got " +
+                                          py::repr(max_version).cast<std::string>());
+    versioned = max_version.cast<py::tuple>()[0].cast<int64_t>() >= 1;
+  }
   bool must_copy = !copy.is_none() && copy.cast<bool>();
   const bool may_copy = copy.is_none() || must_copy;
   std::shared_ptr<Context> target = buffer.context();

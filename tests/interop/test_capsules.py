@@ -337,3 +337,9 @@ def test_foreign_capsules_gompute_cannot_read(host, kwargs, match):
         _core.from_dlpack(made.capsule, "the odd tensor")
     assert capsule_name(made.capsule) == VERSIONED_NAME, "a refused capsule stays the producer's"
     assert made.deleted() == 0
+
+
+@pytest.mark.parametrize("max_version", [(), "1", (1,), ("1", "0")], ids=repr)
+def test_a_max_version_that_is_no_version_is_refused_naming_it(pattern, max_version):
+    with pytest.raises(g.ArgumentError, match=r"max_version is a \(major, minor\) tuple of ints"):
+        pattern.__dlpack__(max_version=max_version)
