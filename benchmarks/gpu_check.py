@@ -54,6 +54,7 @@ if missing := missing_requirements():
     )
 
 import gompute as g  # noqa: E402 - after the check, which names what an import would only fail on
+from gompute.backend import cuda_version  # noqa: E402
 from gompute.demo import SCALE_RELU_PTX, Params  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -388,8 +389,8 @@ def versions(gpu) -> str:
     frameworks = [
         f"{dist} {metadata.version(dist)}" for module in ("numpy", "cupy", "torch") for dist in found.get(module, [])
     ]
-    driver = gpu.device_info().driver_version
-    return f"driver {driver // 1000}.{driver % 1000 // 10}, {compiler}, {', '.join(frameworks)}, Python {platform.python_version()}"
+    driver = "{}.{}".format(*cuda_version(gpu.device_info().driver_version))
+    return f"driver {driver}, {compiler}, {', '.join(frameworks)}, Python {platform.python_version()}"
 
 
 def main() -> int:

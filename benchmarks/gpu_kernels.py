@@ -11,6 +11,7 @@ from kernels import KERNELS
 
 import gompute as g
 import gompute.lang as gl
+from gompute.backend import cuda_version
 
 scale_relu = KERNELS["scale_relu"].kernel("f32")  # the benchmarks' own, as suite.py times it
 
@@ -64,11 +65,11 @@ def kernel_scenarios(gpu, check) -> None:
         def run():
             from gompute.compile import nvrtc
 
-            compiler, driver = nvrtc.load().version, gpu.device_info().driver_version
-            if target.startswith("compute_") and compiler > (driver // 1000, driver % 1000 // 10):
+            compiler, driver = nvrtc.load().version, cuda_version(gpu.device_info().driver_version)
+            if target.startswith("compute_") and compiler > driver:
                 return (
                     f"skipped: NVRTC {compiler[0]}.{compiler[1]} is newer than the driver's CUDA "
-                    f"{driver // 1000}.{driver % 1000 // 10}, whose JIT refuses its PTX"
+                    f"{driver[0]}.{driver[1]}, whose JIT refuses its PTX"
                 )
             image = scale_relu.compile_for("cuda", target)
             got = _launch(gpu, image.data, "scale_relu__out", 256, [x], np.zeros_like(x), params)

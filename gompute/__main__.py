@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from . import _core
-from .backend import Backend
+from .backend import Backend, cuda_version
 from .errors import GomputeError
 from .runtime import device_info
 
@@ -20,7 +20,7 @@ def _driver_text(backend: Backend, version: int) -> str:
     if backend is Backend.host:
         return f"host ABI {version}"
     if backend is Backend.cuda:
-        return f"CUDA driver {version // 1000}.{version % 1000 // 10}"
+        return "CUDA driver {}.{}".format(*cuda_version(version))
     return f"HIP driver {version}"
 
 

@@ -23,3 +23,8 @@ class Backend(enum.Enum):
 
 
 _KINDS = {Backend.cuda: 0, Backend.hip: 1, Backend.host: 2}
+
+
+def cuda_version(encoded: int) -> tuple[int, int]:
+    """(major, minor) of a CUDA driver version as cuDriverGetVersion gives it: 12080 is 12.8."""
+    return encoded // 1000, encoded % 1000 // 10

@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..backend import Backend, cuda_version
 from ..errors import CompileError
 from .cache import DiskCache, default_cache, gompute_version
 
@@ -143,12 +144,12 @@ def load() -> Nvrtc:
             f"compiling CUDA kernels needs NVRTC, which was not found (tried {', '.join(tried)}); "
             "pip install 'gompute[cuda]' (nvidia-cuda-nvrtc and cuda-pathfinder), or install a CUDA toolkit"
         )
-    if driver is not None and found.version[0] > driver // 1000:
+    if driver is not None and found.version[0] > cuda_version(driver)[0]:
+        (major, minor), (nvrtc_major, nvrtc_minor) = cuda_version(driver), found.version
         warnings.warn(
-            f"no NVRTC found fits this CUDA {driver // 1000}.{driver % 1000 // 10} driver: NVRTC "
-            f"{found.version[0]}.{found.version[1]} ({found.path}) makes code for CUDA {found.version[0]} drivers, "
-            f"which this one may refuse; install nvidia-cuda-nvrtc-cu{driver // 1000}, or point GOMPUTE_LIBNVRTC "
-            f"at an NVRTC {driver // 1000}.x",
+            f"no NVRTC found fits this CUDA {major}.{minor} driver: NVRTC {nvrtc_major}.{nvrtc_minor} "
+            f"({found.path}) makes code for CUDA {nvrtc_major} drivers, which this one may refuse; install "
+            f"nvidia-cuda-nvrtc-cu{major}, or point GOMPUTE_LIBNVRTC at an NVRTC {major}.x",
             stacklevel=2,
         )
     return found
@@ -161,7 +162,7 @@ def choose(candidates: Iterable[Nvrtc], driver_version: int | None) -> Nvrtc | N
     none that fits, the first candidate. Candidates are looked at only until one fits."""
     first = None
     for candidate in candidates:
-        if driver_version is None or candidate.version[0] <= driver_version // 1000:
+        if driver_version is None or candidate.version[0] <= cuda_version(driver_version)[0]:
             return candidate
         first = first or candidate
     return first
@@ -188,7 +189,6 @@ def _candidates(tried: list[str]):
 def _cuda_driver_version() -> int | None:
     """The installed CUDA driver's version (12080 for 12.8), or None where there is none."""
     from .. import _core
-    from ..backend import Backend
 
     usable, _, version, _ = _core.probe(Backend.cuda.kind)
     return version if usable else None
