@@ -4,9 +4,7 @@
 
 #include <pybind11/pybind11.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <utility>
 
 #include "dlpack.h"
@@ -52,22 +50,9 @@ class ArrayView {
     for (int d = 0; d < ndim_; ++d) (strides_[d] < 0 ? lo : hi) += (shape_[d] - 1) * strides_[d];
     return {data_ + lo, data_ + hi + itemsize_};
   }
-  // Whether no two elements share memory: the dimensions, by stride, each step past all the
-  // ones inside it (a stride 0 from expand or broadcast_to fails; so may an exotic interleaving).
+  // Whether no two elements share memory (runtime.h); a contiguous view's are, at no cost.
   bool distinct_elements() const {
-    if (contiguous_ || count() == 0) return true;
-    int order[kMaxDims];
-    int n = 0;
-    for (int d = 0; d < ndim_; ++d)
-      if (shape_[d] > 1) order[n++] = d;
-    std::sort(order, order + n, [&](int a, int b) { return std::abs(strides_[a]) < std::abs(strides_[b]); });
-    int64_t inside = itemsize_;  // the bytes the dimensions so far span
-    for (int i = 0; i < n; ++i) {
-      const int64_t step = std::abs(strides_[order[i]]);
-      if (step < inside) return false;
-      inside = step * (shape_[order[i]] - 1) + inside;
-    }
-    return true;
+    return contiguous_ || gompute::distinct_elements(shape_, strides_, ndim_, itemsize_);
   }
   bool same_view(const ArrayView& o) const {
     return data_ == o.data_ && itemsize_ == o.itemsize_ && same_shape(o) &&

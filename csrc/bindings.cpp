@@ -340,6 +340,8 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("size", [](const Buffer& b) { return b.layout().size(); }, "Elements.")
       .def_property_readonly("c_contiguous", [](const Buffer& b) { return b.layout().c_contiguous(); })
       .def_property_readonly("readonly", &Buffer::readonly)
+      .def_property_readonly("distinct_elements", [](const Buffer& b) { return b.layout().distinct_elements(); },
+                             "Whether no two elements share memory (not so for a stride of 0).")
       .def("data_addr", &Buffer::data_addr, "The device address of element 0.")
       .def_property(
           "stream", [](const Buffer& b) { return b.stream() ? py::cast(*b.stream()) : py::none(); },

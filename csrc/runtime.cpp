@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 namespace gompute {
 
@@ -280,6 +281,23 @@ std::pair<int64_t, int64_t> Layout::extent() const {
   return {lo, hi + int64_t(itemsize())};
 }
 
+bool distinct_elements(const int64_t* shape, const int64_t* strides, int ndim, int64_t itemsize) {
+  if (std::find(shape, shape + ndim, 0) != shape + ndim) return true;
+  int on_stack[16];  // the fast path's views have at most 16 dimensions: no allocation there
+  std::vector<int> on_heap(ndim > 16 ? ndim : 0);
+  int* order = ndim > 16 ? on_heap.data() : on_stack;
+  int n = 0;
+  for (int d = 0; d < ndim; ++d)
+    if (shape[d] > 1) order[n++] = d;
+  std::sort(order, order + n, [&](int a, int b) { return std::abs(strides[a]) < std::abs(strides[b]); });
+  int64_t inside = itemsize;  // the bytes the dimensions so far span
+  for (int i = 0; i < n; ++i) {
+    if (std::abs(strides[order[i]]) < inside) return false;
+    inside += std::abs(strides[order[i]]) * (shape[order[i]] - 1);
+  }
+  return true;
+}
+
 void Layout::check_fits(const std::string& what) const {
   for (int64_t d : shape)
     if (d < 0) raise(ErrorKind::ArgumentError, what + ": a shape cannot be negative (" + std::to_string(d) + ")");
@@ -322,8 +340,6 @@ Buffer Buffer::view(Layout layout) const {
   allocation();
   if (layout.shape.size() != layout.strides.size())
     raise(ErrorKind::ArgumentError, "a view needs one stride per dimension");
-  for (int64_t d : layout.shape)
-    if (d < 0) raise(ErrorKind::ArgumentError, "a view's shape cannot be negative");
   layout.check_fits("the view");
   auto [lo, hi] = layout.extent();
   if (layout.size() > 0 && (layout.origin + lo < 0 || layout.origin + hi > int64_t(nbytes_)))

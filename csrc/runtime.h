@@ -96,6 +96,11 @@ class Stream;
 // How a Buffer's bytes read as an array. Strides are in bytes and may be negative or
 // zero (broadcast); `origin` is where element 0 sits, counted from the buffer's start.
 // A Buffer without one is untyped: uint8 of nbytes.
+// Whether no two of an array's elements share memory: its dimensions, by stride, each step past
+// all the ones inside it (a stride 0 from expand or broadcast_to fails; so may an exotic
+// interleaving). Strides in bytes; an array with no elements has distinct ones.
+bool distinct_elements(const int64_t* shape, const int64_t* strides, int ndim, int64_t itemsize);
+
 struct Layout {
   uint8_t code = 1;  // DLPack type code
   uint8_t bits = 8;
@@ -111,6 +116,9 @@ struct Layout {
   // Raises ArgumentError, naming `what`, unless no extent is negative and the element count
   // and the bytes spanned fit in 64 bits (extent() and size() may be used after it).
   void check_fits(const std::string& what) const;
+  bool distinct_elements() const {
+    return gompute::distinct_elements(shape.data(), strides.data(), int(shape.size()), int64_t(itemsize()));
+  }
   static Layout bytes(size_t nbytes);
 };
 

@@ -247,7 +247,7 @@ class _Call:
                 raise ArgumentError(
                     f"{self.kernel.name}: out has shape {tuple(out.shape)}, the inputs broadcast to {tuple(shape)}"
                 )
-            if not _distinct_elements(out):
+            if not out.distinct_elements:
                 raise ArgumentError(
                     f"{self.kernel.name}: {describe(self.out)} has elements that share memory (strides "
                     f"{tuple(out.strides)} bytes, as from expand or broadcast_to), so which result each keeps "
@@ -358,20 +358,6 @@ def _byte_range(b: _core.Buffer) -> tuple[int, int]:
     lo = sum((n - 1) * s for n, s in zip(b.shape, b.strides) if s < 0)
     hi = sum((n - 1) * s for n, s in zip(b.shape, b.strides) if s > 0)
     return b.data_addr() + lo, b.data_addr() + hi + b.dtype.itemsize
-
-
-def _distinct_elements(b: _core.Buffer) -> bool:
-    """Whether no two elements of `b` share memory: its dimensions, by stride, each step past
-    all the ones inside it (a stride 0 from expand or broadcast_to fails; so may an exotic
-    interleaving). csrc/array_view.h's distinct_elements is the fast path's."""
-    if 0 in tuple(b.shape):
-        return True
-    inside = b.dtype.itemsize
-    for extent, stride in sorted(((e, abs(s)) for e, s in zip(b.shape, b.strides) if e > 1), key=lambda d: d[1]):
-        if stride < inside:
-            return False
-        inside += stride * (extent - 1)
-    return True
 
 
 def _check_overlap(name: str, inputs, out) -> None:
