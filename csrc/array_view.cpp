@@ -44,9 +44,9 @@ void ArrayView::open(PyObject* obj, bool writable) {
   static PyTypeObject *masked = nullptr, *tensor = nullptr;
   if (Py_TYPE(obj) == buffer_type()) return from_buffer(obj, writable);
   const char* type_name = Py_TYPE(obj)->tp_name;
-  if (std::strcmp(type_name, "numpy.ndarray") != 0 && is_instance(obj, numpy_ma, "MaskedArray", masked)) return;
-  if (PyObject_CheckBuffer(obj)) {
-    read_buffer_protocol(obj, writable);
+  if (PyObject_CheckBuffer(obj)) {  // a masked array has the buffer protocol too; an exact ndarray is none
+    if (std::strcmp(type_name, "numpy.ndarray") == 0 || !is_instance(obj, numpy_ma, "MaskedArray", masked))
+      read_buffer_protocol(obj, writable);
     return;
   }
   if (std::strcmp(type_name, "Tensor") == 0 || is_instance(obj, torch, "Tensor", tensor)) {
