@@ -93,3 +93,18 @@ def test_an_nvrtc_newer_than_the_driver_is_used_with_a_warning_naming_the_fix(fr
     monkeypatch.setattr(nvrtc, "_cuda_driver_version", lambda: 12080)
     with pytest.warns(UserWarning, match=r"CUDA 12\.8 driver: NVRTC 13\.0 .*nvidia-cuda-nvrtc-cu12.*GOMPUTE_LIBNVRTC"):
         assert fresh_load() is newer
+
+
+def test_pytorchs_and_condas_libraries_are_looked_for(monkeypatch, tmp_path):
+    site_packages, conda = tmp_path / "site-packages", tmp_path / "conda"
+    (site_packages / "torch" / "lib").mkdir(parents=True)
+    (conda / "lib").mkdir(parents=True)
+    torchs = site_packages / "torch" / "lib" / "libnvrtc-1a2b3c4d.so.12"
+    condas = conda / "lib" / "libnvrtc.so.12"
+    for library in (torchs, condas, site_packages / "torch" / "lib" / "libnvrtc-builtins.so.12"):
+        library.touch()
+    monkeypatch.setattr(nvrtc.site, "getsitepackages", lambda: [str(site_packages)])
+    monkeypatch.setattr(nvrtc.site, "getusersitepackages", lambda: str(tmp_path / "nothing"))
+    monkeypatch.setenv("CONDA_PREFIX", str(conda))
+    found = nvrtc._fallback_paths()
+    assert found[:2] == [str(torchs), str(condas)] and not any("builtins" in p for p in found)

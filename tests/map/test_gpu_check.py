@@ -65,3 +65,12 @@ def test_the_generated_kernel_scenarios_run_on_host_images():
         gpu_kernels.kernel_scenarios(compute, Check())
     assert [name for name, _ in rows][2:] == ["generated integer floor division", "generated f16 kernel"]
     assert all("matches NumPy" in figure or "skipped" in figure for name, figure in rows[:2]), rows
+
+
+def test_missing_requirements_are_named_before_gompute_is_imported(monkeypatch):
+    sys.path.insert(0, str(SCRIPT.parent))
+    import gpu_check
+
+    declared = ["numpy>=1.24", "no-such-package-here>=1", 'tqdm; extra == "progress"']
+    monkeypatch.setattr(gpu_check.metadata, "requires", lambda name: declared)
+    assert gpu_check.missing_requirements() == ["no-such-package-here"]

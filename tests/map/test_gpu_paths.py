@@ -162,3 +162,10 @@ def test_cuda_array_interface_arrays_launch_on_their_stream(cuda):
     readonly = CaiArray(y.buffer, stream.handle, readonly=True)
     with pytest.raises(g.ArgumentError, match="read-only"):
         k(x, out=readonly, scale=1)
+
+
+@pytest.mark.parametrize("flag", [np.True_, 1], ids=["numpy-bool", "int"])
+def test_a_cai_read_only_flag_may_be_numpys_bool_or_an_int(cuda, flag):
+    buf = filled(cuda, values)
+    imported = g.asbuffer(CaiArray(buf, stream=1, readonly=flag))
+    assert imported.readonly is True and imported.data_addr() == buf.data_addr()
