@@ -208,7 +208,8 @@ def _tile_buffers(symbol: str, inputs) -> list[str]:
         for k, ctype in enumerate(types)
     ]
     lines = [
-        f"  const int64_t tile_rows = gompute_tile_rows<{', '.join(types)}>((int64_t)len);",
+        f"  const bool far = tile && gompute_tile_far<{', '.join(types)}>((int64_t)len);",
+        f"  const int64_t tile_rows = gompute_tile_rows<{', '.join(types)}>(far);",
         "  const int64_t tile_height = !tile ? 0 : strides.shape[0] < tile_rows ? strides.shape[0] : tile_rows;",
         *(f"  const size_t tile_bytes{k} = {size};" for k, size in enumerate(sizes)),
         f"  const size_t tile_bytes = {' + '.join(f'tile_bytes{k}' for k in range(len(inputs))) or '0'};",
@@ -253,7 +254,10 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
         "      }",
         "    };",
         "    if (tile) {",
-        "      // Rows [ra, rb) in tiles (host_strided.h), each row clipped to the elements [base, end).",
+        "      // Rows [ra, rb) in tiles (host_strided.h), each row clipped to the elements [base, end);",
+        "      // far ones prefetch the next tile as their rows run and stream their rows out.",
+        "      const bool stream = far && GOMPUTE_CAN_STREAM;",
+        f"      {storage_ctype(pointers[-1].type)} streamed[GOMPUTE_TILE_COLS];",
         "      const uint64_t cols = (uint64_t)strides.shape[1];",
         "      const uint64_t ra = base / cols, rb = (end + cols - 1) / cols;",
         "      for (uint64_t r = ra; r < rb; r += tile_rows) {",
@@ -269,8 +273,19 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
             f"          const auto* p{k} = {p.name} + (int64_t)r * {st}[0] + c * {st}[1];",
             f"          if (tiled{k}) gompute_gather_tile(t{k}, p{k}, {st}[1], t, m, (int64_t)cols - c);",
         ]
+    after = "gompute_tile_after(r, t, c, m, rb, cols, tile_rows)"
+    lines.append(f"          const gompute_next_tile next = far ? {after} : gompute_next_tile{{}};")
+    for k in range(out):
+        st = f"strides.strides[{k}]"
+        lines.append(f"          const auto* n{k} = p{k} + next.dr * {st}[0] + next.dc * {st}[1];")
     lines += [
         "          for (int64_t i = 0; i < t; ++i) {",
+        "            if (i < next.cols) {",
+        *(
+            f"              if (tiled{k}) gompute_prefetch_next(n{k}, strides.strides[{k}][1], i, next.rows);"
+            for k in range(out)
+        ),
+        "            }",
         "            const uint64_t at = (r + (uint64_t)i) * cols + (uint64_t)c;",
         "            const int64_t j0 = base > at ? (int64_t)(base - at) : 0;",
         "            const int64_t j1 = end < at + (uint64_t)m ? (int64_t)(end - at) : m;",
@@ -283,11 +298,14 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
         lines.append(f"            const auto* s{k} = tiled{k} ? {row} : {walked};")
     o = pointers[out].name
     lines += [
-        f"            auto* s{out} = {o} + (int64_t)(r + i) * strides.strides[{out}][0] + c + j0;",
+        f"            auto* d = {o} + (int64_t)(r + i) * strides.strides[{out}][0] + c + j0;",
+        f"            auto* s{out} = stream ? streamed : d;",
         f"            {_rows_call(unit, call_name, [f's{k}' for k in range(len(pointers))], 'j1 - j0')}",
+        "            if (stream) gompute_stream(d, streamed, (size_t)(j1 - j0) * sizeof *d);",
         "          }",
         "        }",
         "      }",
+        "      if (stream) gompute_stream_fence();",
         "      continue;",
         "    }",
         "    gompute_runs(strides, base, end, run);",

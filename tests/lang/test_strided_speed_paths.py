@@ -222,3 +222,48 @@ def test_tall_tiles_of_two_element_sizes():
     b = np.random.default_rng(14).random((cols, rows)).T
     np.testing.assert_array_equal(g.map(mix)(a, c), a * 2.0 - c)
     np.testing.assert_array_equal(g.map(mix)(b, a), b * 2.0 - a)
+
+
+# Far layouts stream their output rows (64-byte streaming stores where the CPU has AVX-512, the
+# bytes before a row's first line boundary and after its last one copied as they are) and
+# prefetch the next tile, along the rows or at the next rows' start: rows at every alignment, a
+# view with untouched memory on each side, block ranges that start and end mid-row, outputs of
+# 1 to 8 bytes, and an output that is one of the (untransposed) inputs.
+STREAMED = [(np.float32, (2049, 2051)), (np.float64, (1031, 2077)), (np.int8, (4099, 4111))]
+
+
+@pytest.mark.parametrize("kernel", [affine_any, affine_any_small_blocks])
+@pytest.mark.parametrize(("dtype", "shape"), STREAMED)
+def test_streamed_transpose_writes_only_its_view(kernel, dtype, shape):
+    rows, cols = shape
+    x = (np.arange(rows * cols) % 101 - 50).astype(dtype).reshape(cols, rows).T
+    assert x.nbytes >= 16 << 20
+    fill = np.iinfo(dtype).max if np.dtype(dtype).kind == "i" else np.nan
+    base = np.full((rows + 2, cols + 5), fill, dtype)
+    out = base[1 : rows + 1, 3 : cols + 3]
+    g.map(kernel)(x, out=out)
+    np.testing.assert_array_equal(out, x * 2 + 1)
+    untouched = np.ones(base.shape, bool)
+    untouched[1 : rows + 1, 3 : cols + 3] = False
+    np.testing.assert_array_equal(base[untouched], fill)
+
+
+def test_streamed_transpose_into_one_of_its_inputs():
+    rows, cols = 2003, 2101  # 16.8 MB of f32
+    t = _f32(rows * cols, seed=15).reshape(cols, rows).T
+    c = _f32(rows * cols, seed=16).reshape(rows, cols)
+    want = t * np.float32(2) - c + c * np.float32(3)
+    g.map(mix3)(t, c, c, out=c)
+    np.testing.assert_array_equal(c, want)
+
+
+def test_streamed_transpose_of_halves_to_floats():
+    """An f16 transpose (512-row tiles) written as f32 rows."""
+    rows, cols = 2901, 2903
+
+    @g.map_kernel
+    def widen(x: g.f16) -> g.f32:
+        return g.f32(x) * 2 + 1
+
+    x = _f32(rows * cols, seed=17).astype(np.float16).reshape(cols, rows).T
+    np.testing.assert_array_equal(g.map(widen)(x), x.astype(np.float32) * 2 + 1)

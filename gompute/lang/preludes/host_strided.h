@@ -200,6 +200,8 @@ GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {
 // (benchmarks/results/2026-12-03-vm-transpose-runs.md). Taller tiles (a 1 MB buffer) and shorter
 // rows (128 columns: output runs of 512 bytes) were slower. The buffers come from the heap, kept
 // for the thread's next call (gompute_tile_memory).
+// A far tile also prefetches the next tile's input into L2 as its rows run, and streams its rows
+// out where the CPU can (gompute_stream, below).
 #define GOMPUTE_TILE_ROWS 16
 #define GOMPUTE_TILE_RUN 1024
 #define GOMPUTE_TILE_FAR (16 << 20)
@@ -207,13 +209,43 @@ GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {
 #define GOMPUTE_TILE_PITCH (GOMPUTE_TILE_COLS + 8)
 #define GOMPUTE_TILE_PREFETCH 32
 
-// The rows of a tile over `elements` of inputs of types S (the height rule above).
+// The size of the widest of types S (1 for none: an entry without inputs is never tiled).
 template <typename... S>
-GOMPUTE_FN int64_t gompute_tile_rows(int64_t elements) {
-  const size_t sizes[] = {1, sizeof(S)...};  // 1: no inputs at all (never tiled)
+GOMPUTE_FN size_t gompute_widest() {
+  const size_t sizes[] = {1, sizeof(S)...};
   size_t widest = 1;
   for (size_t size : sizes) widest = size > widest ? size : widest;
-  return (uint64_t)elements * widest >= GOMPUTE_TILE_FAR ? GOMPUTE_TILE_RUN / (int64_t)widest : GOMPUTE_TILE_ROWS;
+  return widest;
+}
+
+// Whether a tile layout over `elements` of inputs of types S is far (the height rule above).
+template <typename... S>
+GOMPUTE_FN bool gompute_tile_far(int64_t elements) {
+  return (uint64_t)elements * gompute_widest<S...>() >= GOMPUTE_TILE_FAR;
+}
+
+// The rows of a tile of inputs of types S, far or not.
+template <typename... S>
+GOMPUTE_FN int64_t gompute_tile_rows(bool far) {
+  return far ? GOMPUTE_TILE_RUN / (int64_t)gompute_widest<S...>() : GOMPUTE_TILE_ROWS;
+}
+
+// Where the tile after the one of rows [r, r + t) and columns [c, c + m) is, in a block range's
+// rows [., rb) of `cols` columns: the next one along the rows, else the first of the next rows;
+// its rows and columns (none after the last), and its origin's distance from this one's in rows
+// and columns.
+struct gompute_next_tile {
+  int64_t rows, cols, dr, dc;
+};
+GOMPUTE_FN gompute_next_tile gompute_tile_after(uint64_t r, int64_t t, int64_t c, int64_t m, uint64_t rb, uint64_t cols, int64_t tile_rows) {
+  if (c + m < (int64_t)cols) {
+    const int64_t right = (int64_t)cols - c - m;
+    return {t, right < GOMPUTE_TILE_COLS ? right : GOMPUTE_TILE_COLS, 0, m};
+  }
+  if (r + (uint64_t)t >= rb) return {0, 0, 0, 0};
+  const uint64_t below = rb - r - (uint64_t)t;
+  const int64_t width = (int64_t)cols < GOMPUTE_TILE_COLS ? (int64_t)cols : GOMPUTE_TILE_COLS;
+  return {below < (uint64_t)tile_rows ? (int64_t)below : tile_rows, width, t, -c};
 }
 
 // The tile buffers of one call of a strided entry. An input has one, `rows` rows of
@@ -350,6 +382,16 @@ GOMPUTE_FN void gompute_prefetch_columns(const S* p, int64_t step, int64_t j, in
 #endif
 #endif
 
+// Prefetches into L2 the t elements of column k of the tile at p (read down its columns), for the
+// next tile while the rows of this one run: the rows loop is all writes, and the input's next
+// reads overlap them instead of waiting for the gather.
+template <typename S>
+GOMPUTE_FN void gompute_prefetch_next(const S* p, int64_t step, int64_t k, int64_t t) {
+  const S* f = p + k * step;
+  for (int64_t l = 0; l < t; l += 64 / sizeof(S)) __builtin_prefetch(f + l, 0, 2);
+  __builtin_prefetch(f + t - 1, 0, 2);
+}
+
 // b[i * GOMPUTE_TILE_PITCH + j] = p[i + j * step] for i < t, j < m: t rows of m elements of a tile,
 // read down the columns. The whole blocks of 2-, 4- and 8-byte elements go in register transposes,
 // which prefetch the columns GOMPUTE_TILE_PREFETCH further on (into the next tile, while `ahead`,
@@ -388,3 +430,49 @@ GOMPUTE_ROWS void gompute_gather_tile(S* b, const S* p, int64_t step, int64_t t,
   if (t == GOMPUTE_TILE_ROWS) return gompute_gather_tile_rows(b, p, step, GOMPUTE_TILE_ROWS, m, ahead);
   gompute_gather_tile_rows(b, p, step, t, m, ahead);
 }
+
+// Streaming (non-temporal) stores, for a transpose's output far in memory: its rows go out 1 KB to
+// each of 256 rows a tile, and ordinary stores read every line before they write it, reads that
+// then compete with the input's. Stores that go straight to memory do not; with the next tile's
+// prefetch they took 3162 x 3162 f32 from 2.4-2.6x to 1.9-2.0x the contiguous time on the Zen 4
+// VM, 10000 x 1000 from 2.4x to 1.1-1.2x (benchmarks/results/2026-12-04-vm-zen4-transpose.md).
+// Whole lines only, so AVX-512's 64-byte stores: two 32-byte halves of a line were slower than
+// ordinary stores there (5.1 against 4.2 ms). They are weakly ordered: a call that made them ends
+// with gompute_stream_fence, before the pool or the stream says the launch is done.
+#if defined(__x86_64__) && defined(__AVX512F__) && defined(__has_builtin)
+#if __has_builtin(__builtin_nontemporal_store) || __has_builtin(__builtin_ia32_movntdq512)
+#define GOMPUTE_STREAM 1
+typedef long long gompute_v8q __attribute__((vector_size(64)));
+
+// Copies n bytes from b to p, those between p's first and last 64-byte boundaries in streaming
+// stores, the few before and after by memcpy.
+GOMPUTE_FN void gompute_stream(void* p, const void* b, size_t n) {
+  unsigned char* d = (unsigned char*)p;
+  const unsigned char* q = (const unsigned char*)b;
+  size_t head = (size_t)(-(uintptr_t)d & 63);
+  if (head > n) head = n;
+  memcpy(d, q, head);
+  size_t j = head;
+  for (; j + 64 <= n; j += 64) {
+    gompute_v8q v;
+    memcpy(&v, q + j, sizeof v);
+#if __has_builtin(__builtin_nontemporal_store)
+    __builtin_nontemporal_store(v, (gompute_v8q*)(d + j));
+#else
+    __builtin_ia32_movntdq512((gompute_v8q*)(d + j), v);
+#endif
+  }
+  memcpy(d + j, q + j, n - j);
+}
+GOMPUTE_FN void gompute_stream_fence() { __builtin_ia32_sfence(); }
+#endif
+#endif
+
+// Whether the tile path streams the output rows of a far layout: where the CPU has the stores.
+#if defined(GOMPUTE_STREAM)
+#define GOMPUTE_CAN_STREAM true
+#else
+#define GOMPUTE_CAN_STREAM false
+GOMPUTE_FN void gompute_stream(void* p, const void* b, size_t n) { memcpy(p, b, n); }
+GOMPUTE_FN void gompute_stream_fence() {}
+#endif

@@ -118,7 +118,8 @@ GOMPUTE_HOST_KERNEL(loops__strided) {
   const bool tile = gompute_tile_layout(strides);
   const bool tiled0 = tile && gompute_tiled(strides, 0);
   const bool tiled1 = tile && gompute_tiled(strides, 1);
-  const int64_t tile_rows = gompute_tile_rows<int32_t, float>((int64_t)len);
+  const bool far = tile && gompute_tile_far<int32_t, float>((int64_t)len);
+  const int64_t tile_rows = gompute_tile_rows<int32_t, float>(far);
   const int64_t tile_height = !tile ? 0 : strides.shape[0] < tile_rows ? strides.shape[0] : tile_rows;
   const size_t tile_bytes0 = gompute_tile_bytes<int32_t>(tile && strides.strides[0][1] != 1, tile_height);
   const size_t tile_bytes1 = gompute_tile_bytes<float>(tile && strides.strides[1][1] != 1, tile_height);
@@ -145,7 +146,10 @@ GOMPUTE_HOST_KERNEL(loops__strided) {
       }
     };
     if (tile) {
-      // Rows [ra, rb) in tiles (host_strided.h), each row clipped to the elements [base, end).
+      // Rows [ra, rb) in tiles (host_strided.h), each row clipped to the elements [base, end);
+      // far ones prefetch the next tile as their rows run and stream their rows out.
+      const bool stream = far && GOMPUTE_CAN_STREAM;
+      float streamed[GOMPUTE_TILE_COLS];
       const uint64_t cols = (uint64_t)strides.shape[1];
       const uint64_t ra = base / cols, rb = (end + cols - 1) / cols;
       for (uint64_t r = ra; r < rb; r += tile_rows) {
@@ -158,18 +162,28 @@ GOMPUTE_HOST_KERNEL(loops__strided) {
           if (tiled0) gompute_gather_tile(t0, p0, strides.strides[0][1], t, m, (int64_t)cols - c);
           const auto* p1 = in1 + (int64_t)r * strides.strides[1][0] + c * strides.strides[1][1];
           if (tiled1) gompute_gather_tile(t1, p1, strides.strides[1][1], t, m, (int64_t)cols - c);
+          const gompute_next_tile next = far ? gompute_tile_after(r, t, c, m, rb, cols, tile_rows) : gompute_next_tile{};
+          const auto* n0 = p0 + next.dr * strides.strides[0][0] + next.dc * strides.strides[0][1];
+          const auto* n1 = p1 + next.dr * strides.strides[1][0] + next.dc * strides.strides[1][1];
           for (int64_t i = 0; i < t; ++i) {
+            if (i < next.cols) {
+              if (tiled0) gompute_prefetch_next(n0, strides.strides[0][1], i, next.rows);
+              if (tiled1) gompute_prefetch_next(n1, strides.strides[1][1], i, next.rows);
+            }
             const uint64_t at = (r + (uint64_t)i) * cols + (uint64_t)c;
             const int64_t j0 = base > at ? (int64_t)(base - at) : 0;
             const int64_t j1 = end < at + (uint64_t)m ? (int64_t)(end - at) : m;
             if (j0 >= j1) continue;
             const auto* s0 = tiled0 ? t0 + i * GOMPUTE_TILE_PITCH + j0 : gompute_source(t0 + i * GOMPUTE_TILE_PITCH + j0, p0 + i * strides.strides[0][0] + j0 * strides.strides[0][1], strides.strides[0][1], j1 - j0);
             const auto* s1 = tiled1 ? t1 + i * GOMPUTE_TILE_PITCH + j0 : gompute_source(t1 + i * GOMPUTE_TILE_PITCH + j0, p1 + i * strides.strides[1][0] + j0 * strides.strides[1][1], strides.strides[1][1], j1 - j0);
-            auto* s2 = out + (int64_t)(r + i) * strides.strides[2][0] + c + j0;
+            auto* d = out + (int64_t)(r + i) * strides.strides[2][0] + c + j0;
+            auto* s2 = stream ? streamed : d;
             gompute_kernel_loops_rows(s0, s1, s2, j1 - j0);
+            if (stream) gompute_stream(d, streamed, (size_t)(j1 - j0) * sizeof *d);
           }
         }
       }
+      if (stream) gompute_stream_fence();
       continue;
     }
     gompute_runs(strides, base, end, run);
