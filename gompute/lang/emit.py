@@ -280,7 +280,8 @@ class FunctionEmitter(ExprEmitter):
             # computed without a branch: GCC left `lo < hi ? n : 0` as control flow inside the
             # rows loop, which it does not vectorize (range(p.start, p.stop) ran scalar).
             c = s.step.value
-            u = "uint64_t" if t.endswith("64_t") or self._assigned_bytes(s.body) == 8 else "uint32_t"
+            carried = self._assigned_bytes(s.body)
+            u = "uint64_t" if t.endswith("64_t") or carried == 8 else "uint32_t"
             start = f"{it}_start"
             self.lines.append(f"{pad}  const {t} {start} = {self.expr(s.start)};")
             lo, hi = (start, stop) if c > 0 else (stop, start)
@@ -289,8 +290,20 @@ class FunctionEmitter(ExprEmitter):
             count, k = f"{it}_count", f"{it}_k"
             self.lines.append(f"{pad}  const {u} {count} = ({u})({lo} < {hi}) * ({u})({trips});")
             self.lines.append(f"{pad}  {u} {k} = 0;")
+            guard = f"{k} < {count}"
+            if u == "uint64_t" and carried < 8:
+                # A 64-bit range over a body of 32-bit values: a 64-bit count (a range may run
+                # past 2**32 trips), guarded in 32 bits. The guard's own counter stops at
+                # 2**32 - 2 and its bound at 2**32 - 1, so `g < bound` is `k < count` for every
+                # trip the loop makes (it runs once when count is 0). An i64 range(p.n) over f32
+                # went from 0.49 to 0.14 ns a step (i32: 0.07).
+                g, bound = f"{it}_g", f"{it}_bound"
+                clamped = f"{count} < 0xFFFFFFFFu ? (uint32_t){count} : 0xFFFFFFFFu"
+                self.lines.append(f"{pad}  const uint32_t {bound} = {clamped};")
+                self.lines.append(f"{pad}  uint32_t {g} = 0;")
+                guard = f"{g} < {bound}"
             self.lines.append(f"{pad}  do {{")
-            self.lines.append(f"{pad}    if ({k} < {count}) {{")
+            self.lines.append(f"{pad}    if ({guard}) {{")
             # The body reads this counter only to assign the loop's own variable (a weak int, 64
             # bits), and each value lies in the range, so a 64-bit counter's sum needs no
             # narrowing to `t` (a narrowing between the two kept f64 scalar).
@@ -298,6 +311,8 @@ class FunctionEmitter(ExprEmitter):
             self.lines.append(f"{pad}      const {v} {it} = ({v})(({u}){start} + {k} * ({u}){step});")
             self.block(s.body, depth + 3)
             self.lines.append(f"{pad}    }}")
+            if guard != f"{k} < {count}":
+                self.lines.append(f"{pad}    {g} += {g} < 0xFFFFFFFEu;")
             self.lines.append(f"{pad}  }} while (++{k} < {count});")
         self.lines.append(f"{pad}}}")
 

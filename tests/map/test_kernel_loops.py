@@ -304,14 +304,105 @@ def test_a_trip_counter_alone_leaves_the_guard_in_the_ranges_width(kernel, width
     assert len(guards) == 1 and f"const uint{width}_t " in guards[0], guards
 
 
+class Span64(g.Params):
+    start: g.i64
+    stop: g.i64
+
+
+def _relax64(T):
+    @g.map_kernel
+    def relax64(x: T, p: Span64) -> T:
+        y = x
+        for _ in range(p.start, p.stop):
+            y = 0.5 * (y + 1.0)
+        return y
+
+    return relax64
+
+
+def _wide_steps(N):
+    """Trips of a 64-bit range over an f32 body: a 64-bit count, a 32-bit guard (lang/emit.py)."""
+
+    class WideSpan(g.Params):
+        start: N
+        stop: N
+
+    if N.kind == "u":  # a negative step does not fit an unsigned range
+
+        @g.map_kernel
+        def wide_steps(x: g.f32, p: WideSpan) -> g.f32:
+            y = x
+            for _ in range(p.start, p.stop, 3):
+                y = y * 0.5 + 1.0
+            return y
+
+    else:
+
+        @g.map_kernel
+        def wide_steps(x: g.f32, p: WideSpan) -> g.f32:
+            y = x
+            for _ in range(p.start, p.stop, 3):
+                y = y * 0.5 + 1.0
+            for _ in range(p.stop, p.start, -1):
+                y = y - 0.25
+            return y
+
+    return wide_steps
+
+
+@pytest.mark.parametrize(
+    "itype, start, stop",
+    [
+        (g.i64, 0, 0),
+        (g.i64, 0, 1),
+        (g.i64, 5, -5),
+        (g.i64, -7, 30),
+        (g.i64, 2**63 - 10, 2**63 - 1),
+        (g.i64, -(2**63), -(2**63) + 8),
+        (g.i64, 2**63 - 1, -(2**63)),
+        (g.u64, 0, 40),
+        (g.u64, 2**64 - 9, 2**64 - 1),
+    ],
+    ids=str,
+)
+def test_a_wide_run_time_range_over_narrow_values_runs_its_python_count(itype, start, stop):
+    x = np.linspace(-1, 1, 37, dtype=np.float32)
+    want = x.copy()
+    for _ in range(start, stop, 3):
+        want = want * np.float32(0.5) + np.float32(1)
+    for _ in range(stop, start, -1) if itype.kind == "i" else ():
+        want = want - np.float32(0.25)
+    assert "_bound = " in _wide_steps(itype).source("host")
+    np.testing.assert_array_equal(g.map(_wide_steps(itype))(x, start=start, stop=stop), want)
+
+
+class Trips(g.Params):
+    n: g.i64
+
+
+@g.map_kernel
+def _trips(x: g.f32, p: Trips) -> g.i64:
+    k = 0
+    for _ in range(p.n):
+        k += 1
+    return k
+
+
+def test_a_wide_range_past_two_to_the_32_runs_every_trip():
+    """The 32-bit guard's counter stops at 2**32 - 2 and its bound at 2**32 - 1: the trips past
+    2**32 still run (one element, about 4 s)."""
+    n = 2**32 + 3
+    assert g.map(_trips)(np.zeros(1, np.float32), n=n)[0] == n
+
+
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
-@pytest.mark.parametrize("factory", [_relax, _counted])
+@pytest.mark.parametrize("factory", [_relax, _counted, _relax64])
 def test_gcc_vectorizes_across_a_run_time_range(factory, dtype):
     """The rows loop of a kernel whose own loop has a run-time trip count is vectorized, f32 and
     f64 alike (lang/emit.py: the trip count computed without a branch, the guard's compare as
     wide as the values it selects, no narrowing of the loop variable, a trip counter left out of
-    that width; each kept the loop scalar). GCC reports it at the rows loop or at the kernel's
-    loop, whichever it keeps."""
+    that width, a 64-bit range over f32 guarded in 32 bits; each kept the loop scalar). GCC reports
+    it at the rows loop or at the kernel's loop, whichever it keeps."""
     compiler = find_compiler()
     if "clang" in compiler.version.lower():
         pytest.skip(f"the vectorization report read here is GCC's; the compiler is {compiler.version}")
