@@ -290,8 +290,8 @@ class FunctionEmitter(ExprEmitter):
             count, k = f"{it}_count", f"{it}_k"
             self.lines.append(f"{pad}  const {u} {count} = ({u})({lo} < {hi}) * ({u})({trips});")
             self.lines.append(f"{pad}  {u} {k} = 0;")
-            guard = f"{k} < {count}"
-            if u == "uint64_t" and carried < 8:
+            guard, narrow_guard = f"{k} < {count}", u == "uint64_t" and carried < 8
+            if narrow_guard:
                 # A 64-bit range over a body of 32-bit values: a 64-bit count (a range may run
                 # past 2**32 trips), guarded in 32 bits. The guard's own counter stops at
                 # 2**32 - 2 and its bound at 2**32 - 1, so `g < bound` is `k < count` for every
@@ -311,7 +311,7 @@ class FunctionEmitter(ExprEmitter):
             self.lines.append(f"{pad}      const {v} {it} = ({v})(({u}){start} + {k} * ({u}){step});")
             self.block(s.body, depth + 3)
             self.lines.append(f"{pad}    }}")
-            if guard != f"{k} < {count}":
+            if narrow_guard:
                 self.lines.append(f"{pad}    {g} += {g} < 0xFFFFFFFEu;")
             self.lines.append(f"{pad}  }} while (++{k} < {count});")
         self.lines.append(f"{pad}}}")
