@@ -112,10 +112,12 @@ def _rows_template(unit, structs, call_name: str) -> list[str]:
     are halves and the CPU converts them (GOMPUTE_F16C, host_strided.h), the loop runs on chunks
     widened to floats."""
     n_in = len(unit.in_types)
-    names = [f"S{k}" for k in range(n_in)] + ["SO"]
+    names = [f"gompute_S{k}" for k in range(n_in)] + ["gompute_SO"]  # no user name begins so
     template = f"template <{', '.join(f'typename {t}' for t in names)}>"
     params = [f"const {structs[unit.params_class]}& params"] if unit.params_class is not None else []
-    args = ", ".join([*(f"const S{k}* in{k}" for k in range(n_in)), "SO* out", "int64_t n", *params])
+    args = ", ".join(
+        [*(f"const {t}* in{k}" for k, t in enumerate(names[:-1])), f"{names[-1]}* out", "int64_t n", *params]
+    )
     values = [f"(({value_ctype(t)})gompute_value(in{k}[j]))" for k, t in enumerate(unit.in_types)]
     loop = [
         template,
@@ -200,19 +202,22 @@ def _host_contiguous(unit, entry, structs, call_name: str) -> list[str]:
     ]
 
 
-def _tile_buffers(symbol: str, inputs) -> list[str]:
-    """The tile path's buffer t<k> of each input, in the thread's one allocation (host_strided.h)."""
+def _tile_buffers(symbol: str, inputs, output) -> list[str]:
+    """The tile path's buffer t<k> of each input, and the row `streamed` of far layouts' output,
+    in the thread's one allocation (host_strided.h)."""
     types = [storage_ctype(p.type) for p in inputs]
     sizes = [
         f"gompute_tile_bytes<{ctype}>(tile && strides.strides[{k}][1] != 1, tile_height)"
         for k, ctype in enumerate(types)
     ]
+    out_type = storage_ctype(output.type)
     lines = [
         f"  const bool far = tile && gompute_tile_far<{', '.join(types)}>((int64_t)len);",
         f"  const int64_t tile_rows = gompute_tile_rows<{', '.join(types)}>(far);",
         "  const int64_t tile_height = !tile ? 0 : strides.shape[0] < tile_rows ? strides.shape[0] : tile_rows;",
         *(f"  const size_t tile_bytes{k} = {size};" for k, size in enumerate(sizes)),
-        f"  const size_t tile_bytes = {' + '.join(f'tile_bytes{k}' for k in range(len(inputs))) or '0'};",
+        f"  const size_t stream_bytes = gompute_tile_bytes<{out_type}>(far && GOMPUTE_CAN_STREAM, 1);",
+        f"  const size_t tile_bytes = {' + '.join([*(f'tile_bytes{k}' for k in range(len(inputs))), 'stream_bytes'])};",
         "  unsigned char* const tiles = tile_bytes ? gompute_tile_memory(tile_bytes) : nullptr;",
         "  if (tile_bytes && !tiles)",
         f'    GOMPUTE_TRAP(launch, "{symbol}: out of memory for the tile buffers of a transposed input");',
@@ -221,6 +226,7 @@ def _tile_buffers(symbol: str, inputs) -> list[str]:
     for k, ctype in enumerate(types):
         lines.append(f"  {ctype}* t{k} = ({ctype}*)({offset});")
         offset = f"{offset} + tile_bytes{k}"
+    lines.append(f"  {out_type}* const streamed = ({out_type}*)({offset});")
     return lines
 
 
@@ -235,7 +241,7 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
         *head[:-2],
         "  const bool tile = gompute_tile_layout(strides);",
         *tiled,
-        *_tile_buffers(entry.symbol, pointers[:out]),
+        *_tile_buffers(entry.symbol, pointers[:out], pointers[out]),
         *head[-2:],
         "    auto run = [&](const int64_t* at, const int64_t* step, int64_t n) {",
         f"      if ({unit_steps}) return {_rows_call(unit, call_name, rows, 'n')}",
@@ -257,7 +263,6 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
         "      // Rows [ra, rb) in tiles (host_strided.h), each row clipped to the elements [base, end);",
         "      // far ones prefetch the next tile as their rows run and stream their rows out.",
         "      const bool stream = far && GOMPUTE_CAN_STREAM;",
-        f"      {storage_ctype(pointers[-1].type)} streamed[GOMPUTE_TILE_COLS];",
         "      const uint64_t cols = (uint64_t)strides.shape[1];",
         "      const uint64_t ra = base / cols, rb = (end + cols - 1) / cols;",
         "      for (uint64_t r = ra; r < rb; r += tile_rows) {",
@@ -273,35 +278,17 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
             f"          const auto* p{k} = {p.name} + (int64_t)r * {st}[0] + c * {st}[1];",
             f"          if (tiled{k}) gompute_gather_tile(t{k}, p{k}, {st}[1], t, m, (int64_t)cols - c);",
         ]
-    after = "gompute_tile_after(r, t, c, m, rb, cols, tile_rows)"
-    lines.append(f"          const gompute_next_tile next = far ? {after} : gompute_next_tile{{}};")
-    for k in range(out):
-        st = f"strides.strides[{k}]"
-        lines.append(f"          const auto* n{k} = p{k} + next.dr * {st}[0] + next.dc * {st}[1];")
-    lines += [
-        "          for (int64_t i = 0; i < t; ++i) {",
-        "            if (i < next.cols) {",
-        *(
-            f"              if (tiled{k}) gompute_prefetch_next(n{k}, strides.strides[{k}][1], i, next.rows);"
-            for k in range(out)
-        ),
-        "            }",
-        "            const uint64_t at = (r + (uint64_t)i) * cols + (uint64_t)c;",
-        "            const int64_t j0 = base > at ? (int64_t)(base - at) : 0;",
-        "            const int64_t j1 = end < at + (uint64_t)m ? (int64_t)(end - at) : m;",
-        "            if (j0 >= j1) continue;",
-    ]
-    for k in range(out):
-        st = f"strides.strides[{k}]"
-        row = f"t{k} + i * GOMPUTE_TILE_PITCH + j0"
-        walked = f"gompute_source({row}, p{k} + i * {st}[0] + j0 * {st}[1], {st}[1], j1 - j0)"
-        lines.append(f"            const auto* s{k} = tiled{k} ? {row} : {walked};")
+    # A far tile GOMPUTE_PREFETCH_MIN bytes wide or more prefetches the next one and streams its
+    # rows of GOMPUTE_STREAM_MIN bytes or more; a narrower one goes row by row as it is.
     o = pointers[out].name
+    after = "gompute_tile_after(r, t, c, m, end, cols, tile_rows)"
     lines += [
-        f"            auto* d = {o} + (int64_t)(r + i) * strides.strides[{out}][0] + c + j0;",
-        f"            auto* s{out} = stream ? streamed : d;",
-        f"            {_rows_call(unit, call_name, [f's{k}' for k in range(len(pointers))], 'j1 - j0')}",
-        "            if (stream) gompute_stream(d, streamed, (size_t)(j1 - j0) * sizeof *d);",
+        f"          if (far && m * (int64_t)sizeof *{o} >= GOMPUTE_PREFETCH_MIN) {{",
+        f"            const gompute_next_tile next = {after};",
+        *(f"            const auto* n{k} = p{k} + {_next_offset(k)};" for k in range(out)),
+        *_tile_row_loop(unit, call_name, pointers, wide=True),
+        "          } else {",
+        *_tile_row_loop(unit, call_name, pointers, wide=False),
         "          }",
         "        }",
         "      }",
@@ -313,3 +300,44 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
         "}",
     ]
     return lines
+
+
+def _tile_row_loop(unit, call_name: str, pointers, wide: bool) -> list[str]:
+    """The rows of a tile, clipped to [base, end), into the kernel's rows function; `wide`: each
+    row also prefetches its share of the next tile, and is streamed out through `streamed`."""
+    out = len(pointers) - 1
+    pad = " " * 14
+    lines = [f"{pad[:-2]}for (int64_t i = 0; i < t; ++i) {{"]
+    if wide:
+        lines += [
+            f"{pad}if (tiled{k}) gompute_prefetch_next(n{k}, strides.strides[{k}][1], next, i);" for k in range(out)
+        ]
+    lines += [
+        f"{pad}const uint64_t at = (r + (uint64_t)i) * cols + (uint64_t)c;",
+        f"{pad}const int64_t j0 = base > at ? (int64_t)(base - at) : 0;",
+        f"{pad}const int64_t j1 = end < at + (uint64_t)m ? (int64_t)(end - at) : m;",
+        f"{pad}if (j0 >= j1) continue;",
+    ]
+    for k in range(out):
+        st = f"strides.strides[{k}]"
+        row = f"t{k} + i * GOMPUTE_TILE_PITCH + j0"
+        walked = f"gompute_source({row}, p{k} + i * {st}[0] + j0 * {st}[1], {st}[1], j1 - j0)"
+        lines.append(f"{pad}const auto* s{k} = tiled{k} ? {row} : {walked};")
+    target = f"{pointers[out].name} + (int64_t)(r + i) * strides.strides[{out}][0] + c + j0"
+    call = _rows_call(unit, call_name, [f"s{k}" for k in range(len(pointers))], "j1 - j0")
+    if wide:
+        lines += [
+            f"{pad}auto* d = {target};",
+            f"{pad}const bool streaming = stream && (j1 - j0) * sizeof *d >= GOMPUTE_STREAM_MIN;",
+            f"{pad}auto* s{out} = streaming ? streamed : d;",
+            f"{pad}{call}",
+            f"{pad}if (streaming) gompute_stream(d, streamed, (size_t)(j1 - j0) * sizeof *d);",
+        ]
+    else:
+        lines += [f"{pad}auto* s{out} = {target};", f"{pad}{call}"]
+    return [*lines, f"{pad[:-2]}}}"]
+
+
+def _next_offset(k: int) -> str:
+    """How far the next tile's origin is from this one's in input k (gompute_next_tile)."""
+    return f"next.dr * strides.strides[{k}][0] + next.dc * strides.strides[{k}][1]"

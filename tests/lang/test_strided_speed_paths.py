@@ -226,10 +226,16 @@ def test_tall_tiles_of_two_element_sizes():
 
 # Far layouts stream their output rows (64-byte streaming stores where the CPU has AVX-512, the
 # bytes before a row's first line boundary and after its last one copied as they are) and
-# prefetch the next tile, along the rows or at the next rows' start: rows at every alignment, a
-# view with untouched memory on each side, block ranges that start and end mid-row, outputs of
-# 1 to 8 bytes, and an output that is one of the (untransposed) inputs.
-STREAMED = [(np.float32, (2049, 2051)), (np.float64, (1031, 2077)), (np.int8, (4099, 4111))]
+# prefetch the next tile, along the rows or at the next rows' start (narrow tiles do neither):
+# rows at every alignment, a view with untouched memory on each side, block ranges that start and
+# end mid-row, outputs of 1 to 8 bytes, and an output that is one of the (untransposed) inputs.
+STREAMED = [
+    (np.float32, (2049, 2051)),
+    (np.float64, (1031, 2077)),
+    (np.int8, (4099, 4111)),
+    (np.float32, (262_147, 20)),  # tiles of 80 bytes: prefetched, not streamed
+    (np.float32, (1_400_003, 3)),  # of 12 bytes: neither
+]
 
 
 @pytest.mark.parametrize("kernel", [affine_any, affine_any_small_blocks])
@@ -267,3 +273,26 @@ def test_streamed_transpose_of_halves_to_floats():
 
     x = _f32(rows * cols, seed=17).astype(np.float16).reshape(cols, rows).T
     np.testing.assert_array_equal(g.map(widen)(x), x.astype(np.float32) * 2 + 1)
+
+
+def _scaled_by(params_name: str):
+    """A kernel whose params struct is named `params_name` (the C++ struct takes the class's name)."""
+    Scale = type(params_name, (g.Params,), {"__annotations__": {"s": g.f32}})
+
+    def scaled(x: g.f32, p: Scale) -> g.f32:
+        return x * p.s
+
+    scaled.__annotations__["p"] = Scale  # the factory's own class: not in the module's namespace
+    return g.map_kernel(scaled)
+
+
+# Names the generated entries use for their own locals and template parameters.
+GENERATED_NAMES = ["SO", "S0", "d", "far", "next", "stream", "streamed", "n0", "t0", "tiles"]
+
+
+@pytest.mark.parametrize("name", GENERATED_NAMES)
+def test_a_params_class_may_share_a_name_with_the_generated_code(name):
+    x = _f32(2100 * 2100, seed=18).reshape(2100, 2100)
+    k = g.map(_scaled_by(name))
+    for view in (x, x.T):  # contiguous, and a far transpose
+        np.testing.assert_array_equal(k(view, s=2.0), view * np.float32(2))

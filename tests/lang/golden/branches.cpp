@@ -32,15 +32,15 @@ GOMPUTE_FN double gompute_kernel_branches(double x, const Affine p) {
   return ((r + ((double)(gompute_load_f16(p.half)))) + 3.141592653589793);
 }
 #line 35 "gompute-generated-entries"
-template <typename S0, typename SO>
-GOMPUTE_FN void gompute_kernel_branches_loop(const S0* in0, SO* out, int64_t n, const Affine& params) {
+template <typename gompute_S0, typename gompute_SO>
+GOMPUTE_FN void gompute_kernel_branches_loop(const gompute_S0* in0, gompute_SO* out, int64_t n, const Affine& params) {
   GOMPUTE_INDEPENDENT
   for (int64_t j = 0; j < n; ++j) gompute_put(out[j], gompute_kernel_branches(((double)gompute_value(in0[j])), params));
 }
-template <typename S0, typename SO>
-GOMPUTE_ROWS void gompute_kernel_branches_rows(const S0* in0, SO* out, int64_t n, const Affine& params) {
+template <typename gompute_S0, typename gompute_SO>
+GOMPUTE_ROWS void gompute_kernel_branches_rows(const gompute_S0* in0, gompute_SO* out, int64_t n, const Affine& params) {
 #if defined(GOMPUTE_F16C)
-  if constexpr (gompute_any_half<S0, SO>::value) {
+  if constexpr (gompute_any_half<gompute_S0, gompute_SO>::value) {
     for (int64_t j = 0; j < n; j += GOMPUTE_HALF_CHUNK) {
       const int64_t m = n - j < GOMPUTE_HALF_CHUNK ? n - j : GOMPUTE_HALF_CHUNK;
       float w0[GOMPUTE_HALF_CHUNK], wo[GOMPUTE_HALF_CHUNK];
@@ -108,11 +108,13 @@ GOMPUTE_HOST_KERNEL(branches__strided) {
   const int64_t tile_rows = gompute_tile_rows<double>(far);
   const int64_t tile_height = !tile ? 0 : strides.shape[0] < tile_rows ? strides.shape[0] : tile_rows;
   const size_t tile_bytes0 = gompute_tile_bytes<double>(tile && strides.strides[0][1] != 1, tile_height);
-  const size_t tile_bytes = tile_bytes0;
+  const size_t stream_bytes = gompute_tile_bytes<double>(far && GOMPUTE_CAN_STREAM, 1);
+  const size_t tile_bytes = tile_bytes0 + stream_bytes;
   unsigned char* const tiles = tile_bytes ? gompute_tile_memory(tile_bytes) : nullptr;
   if (tile_bytes && !tiles)
     GOMPUTE_TRAP(launch, "branches__strided: out of memory for the tile buffers of a transposed input");
   double* t0 = (double*)(tiles);
+  double* const streamed = (double*)(tiles + tile_bytes0);
   for (uint64_t base = launch->block_begin * 256u; base < len; base += stride) {
     const uint64_t end = base + span < len ? base + span : len;
     auto run = [&](const int64_t* at, const int64_t* step, int64_t n) {
@@ -131,7 +133,6 @@ GOMPUTE_HOST_KERNEL(branches__strided) {
       // Rows [ra, rb) in tiles (host_strided.h), each row clipped to the elements [base, end);
       // far ones prefetch the next tile as their rows run and stream their rows out.
       const bool stream = far && GOMPUTE_CAN_STREAM;
-      double streamed[GOMPUTE_TILE_COLS];
       const uint64_t cols = (uint64_t)strides.shape[1];
       const uint64_t ra = base / cols, rb = (end + cols - 1) / cols;
       for (uint64_t r = ra; r < rb; r += tile_rows) {
@@ -142,21 +143,32 @@ GOMPUTE_HOST_KERNEL(branches__strided) {
           if (end <= first || base >= last) continue;
           const auto* p0 = in0 + (int64_t)r * strides.strides[0][0] + c * strides.strides[0][1];
           if (tiled0) gompute_gather_tile(t0, p0, strides.strides[0][1], t, m, (int64_t)cols - c);
-          const gompute_next_tile next = far ? gompute_tile_after(r, t, c, m, rb, cols, tile_rows) : gompute_next_tile{};
-          const auto* n0 = p0 + next.dr * strides.strides[0][0] + next.dc * strides.strides[0][1];
-          for (int64_t i = 0; i < t; ++i) {
-            if (i < next.cols) {
-              if (tiled0) gompute_prefetch_next(n0, strides.strides[0][1], i, next.rows);
+          if (far && m * (int64_t)sizeof *out >= GOMPUTE_PREFETCH_MIN) {
+            const gompute_next_tile next = gompute_tile_after(r, t, c, m, end, cols, tile_rows);
+            const auto* n0 = p0 + next.dr * strides.strides[0][0] + next.dc * strides.strides[0][1];
+            for (int64_t i = 0; i < t; ++i) {
+              if (tiled0) gompute_prefetch_next(n0, strides.strides[0][1], next, i);
+              const uint64_t at = (r + (uint64_t)i) * cols + (uint64_t)c;
+              const int64_t j0 = base > at ? (int64_t)(base - at) : 0;
+              const int64_t j1 = end < at + (uint64_t)m ? (int64_t)(end - at) : m;
+              if (j0 >= j1) continue;
+              const auto* s0 = tiled0 ? t0 + i * GOMPUTE_TILE_PITCH + j0 : gompute_source(t0 + i * GOMPUTE_TILE_PITCH + j0, p0 + i * strides.strides[0][0] + j0 * strides.strides[0][1], strides.strides[0][1], j1 - j0);
+              auto* d = out + (int64_t)(r + i) * strides.strides[1][0] + c + j0;
+              const bool streaming = stream && (j1 - j0) * sizeof *d >= GOMPUTE_STREAM_MIN;
+              auto* s1 = streaming ? streamed : d;
+              gompute_kernel_branches_rows(s0, s1, j1 - j0, params);
+              if (streaming) gompute_stream(d, streamed, (size_t)(j1 - j0) * sizeof *d);
             }
-            const uint64_t at = (r + (uint64_t)i) * cols + (uint64_t)c;
-            const int64_t j0 = base > at ? (int64_t)(base - at) : 0;
-            const int64_t j1 = end < at + (uint64_t)m ? (int64_t)(end - at) : m;
-            if (j0 >= j1) continue;
-            const auto* s0 = tiled0 ? t0 + i * GOMPUTE_TILE_PITCH + j0 : gompute_source(t0 + i * GOMPUTE_TILE_PITCH + j0, p0 + i * strides.strides[0][0] + j0 * strides.strides[0][1], strides.strides[0][1], j1 - j0);
-            auto* d = out + (int64_t)(r + i) * strides.strides[1][0] + c + j0;
-            auto* s1 = stream ? streamed : d;
-            gompute_kernel_branches_rows(s0, s1, j1 - j0, params);
-            if (stream) gompute_stream(d, streamed, (size_t)(j1 - j0) * sizeof *d);
+          } else {
+            for (int64_t i = 0; i < t; ++i) {
+              const uint64_t at = (r + (uint64_t)i) * cols + (uint64_t)c;
+              const int64_t j0 = base > at ? (int64_t)(base - at) : 0;
+              const int64_t j1 = end < at + (uint64_t)m ? (int64_t)(end - at) : m;
+              if (j0 >= j1) continue;
+              const auto* s0 = tiled0 ? t0 + i * GOMPUTE_TILE_PITCH + j0 : gompute_source(t0 + i * GOMPUTE_TILE_PITCH + j0, p0 + i * strides.strides[0][0] + j0 * strides.strides[0][1], strides.strides[0][1], j1 - j0);
+              auto* s1 = out + (int64_t)(r + i) * strides.strides[1][0] + c + j0;
+              gompute_kernel_branches_rows(s0, s1, j1 - j0, params);
+            }
           }
         }
       }

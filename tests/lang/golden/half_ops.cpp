@@ -9,15 +9,15 @@ GOMPUTE_FN float gompute_kernel_half_ops(float x, float y) {
   return ((z == z) ? gompute_max(z, y) : x);
 }
 #line 12 "gompute-generated-entries"
-template <typename S0, typename S1, typename SO>
-GOMPUTE_FN void gompute_kernel_half_ops_loop(const S0* in0, const S1* in1, SO* out, int64_t n) {
+template <typename gompute_S0, typename gompute_S1, typename gompute_SO>
+GOMPUTE_FN void gompute_kernel_half_ops_loop(const gompute_S0* in0, const gompute_S1* in1, gompute_SO* out, int64_t n) {
   GOMPUTE_INDEPENDENT
   for (int64_t j = 0; j < n; ++j) gompute_put(out[j], gompute_kernel_half_ops(((float)gompute_value(in0[j])), ((float)gompute_value(in1[j]))));
 }
-template <typename S0, typename S1, typename SO>
-GOMPUTE_ROWS void gompute_kernel_half_ops_rows(const S0* in0, const S1* in1, SO* out, int64_t n) {
+template <typename gompute_S0, typename gompute_S1, typename gompute_SO>
+GOMPUTE_ROWS void gompute_kernel_half_ops_rows(const gompute_S0* in0, const gompute_S1* in1, gompute_SO* out, int64_t n) {
 #if defined(GOMPUTE_F16C)
-  if constexpr (gompute_any_half<S0, S1, SO>::value) {
+  if constexpr (gompute_any_half<gompute_S0, gompute_S1, gompute_SO>::value) {
     for (int64_t j = 0; j < n; j += GOMPUTE_HALF_CHUNK) {
       const int64_t m = n - j < GOMPUTE_HALF_CHUNK ? n - j : GOMPUTE_HALF_CHUNK;
       float w0[GOMPUTE_HALF_CHUNK], w1[GOMPUTE_HALF_CHUNK], wo[GOMPUTE_HALF_CHUNK];
@@ -68,12 +68,14 @@ GOMPUTE_HOST_KERNEL(half_ops__strided) {
   const int64_t tile_height = !tile ? 0 : strides.shape[0] < tile_rows ? strides.shape[0] : tile_rows;
   const size_t tile_bytes0 = gompute_tile_bytes<gompute_f16>(tile && strides.strides[0][1] != 1, tile_height);
   const size_t tile_bytes1 = gompute_tile_bytes<gompute_f16>(tile && strides.strides[1][1] != 1, tile_height);
-  const size_t tile_bytes = tile_bytes0 + tile_bytes1;
+  const size_t stream_bytes = gompute_tile_bytes<gompute_f16>(far && GOMPUTE_CAN_STREAM, 1);
+  const size_t tile_bytes = tile_bytes0 + tile_bytes1 + stream_bytes;
   unsigned char* const tiles = tile_bytes ? gompute_tile_memory(tile_bytes) : nullptr;
   if (tile_bytes && !tiles)
     GOMPUTE_TRAP(launch, "half_ops__strided: out of memory for the tile buffers of a transposed input");
   gompute_f16* t0 = (gompute_f16*)(tiles);
   gompute_f16* t1 = (gompute_f16*)(tiles + tile_bytes0);
+  gompute_f16* const streamed = (gompute_f16*)(tiles + tile_bytes0 + tile_bytes1);
   for (uint64_t base = launch->block_begin * 256u; base < len; base += stride) {
     const uint64_t end = base + span < len ? base + span : len;
     auto run = [&](const int64_t* at, const int64_t* step, int64_t n) {
@@ -94,7 +96,6 @@ GOMPUTE_HOST_KERNEL(half_ops__strided) {
       // Rows [ra, rb) in tiles (host_strided.h), each row clipped to the elements [base, end);
       // far ones prefetch the next tile as their rows run and stream their rows out.
       const bool stream = far && GOMPUTE_CAN_STREAM;
-      gompute_f16 streamed[GOMPUTE_TILE_COLS];
       const uint64_t cols = (uint64_t)strides.shape[1];
       const uint64_t ra = base / cols, rb = (end + cols - 1) / cols;
       for (uint64_t r = ra; r < rb; r += tile_rows) {
@@ -107,24 +108,36 @@ GOMPUTE_HOST_KERNEL(half_ops__strided) {
           if (tiled0) gompute_gather_tile(t0, p0, strides.strides[0][1], t, m, (int64_t)cols - c);
           const auto* p1 = in1 + (int64_t)r * strides.strides[1][0] + c * strides.strides[1][1];
           if (tiled1) gompute_gather_tile(t1, p1, strides.strides[1][1], t, m, (int64_t)cols - c);
-          const gompute_next_tile next = far ? gompute_tile_after(r, t, c, m, rb, cols, tile_rows) : gompute_next_tile{};
-          const auto* n0 = p0 + next.dr * strides.strides[0][0] + next.dc * strides.strides[0][1];
-          const auto* n1 = p1 + next.dr * strides.strides[1][0] + next.dc * strides.strides[1][1];
-          for (int64_t i = 0; i < t; ++i) {
-            if (i < next.cols) {
-              if (tiled0) gompute_prefetch_next(n0, strides.strides[0][1], i, next.rows);
-              if (tiled1) gompute_prefetch_next(n1, strides.strides[1][1], i, next.rows);
+          if (far && m * (int64_t)sizeof *out >= GOMPUTE_PREFETCH_MIN) {
+            const gompute_next_tile next = gompute_tile_after(r, t, c, m, end, cols, tile_rows);
+            const auto* n0 = p0 + next.dr * strides.strides[0][0] + next.dc * strides.strides[0][1];
+            const auto* n1 = p1 + next.dr * strides.strides[1][0] + next.dc * strides.strides[1][1];
+            for (int64_t i = 0; i < t; ++i) {
+              if (tiled0) gompute_prefetch_next(n0, strides.strides[0][1], next, i);
+              if (tiled1) gompute_prefetch_next(n1, strides.strides[1][1], next, i);
+              const uint64_t at = (r + (uint64_t)i) * cols + (uint64_t)c;
+              const int64_t j0 = base > at ? (int64_t)(base - at) : 0;
+              const int64_t j1 = end < at + (uint64_t)m ? (int64_t)(end - at) : m;
+              if (j0 >= j1) continue;
+              const auto* s0 = tiled0 ? t0 + i * GOMPUTE_TILE_PITCH + j0 : gompute_source(t0 + i * GOMPUTE_TILE_PITCH + j0, p0 + i * strides.strides[0][0] + j0 * strides.strides[0][1], strides.strides[0][1], j1 - j0);
+              const auto* s1 = tiled1 ? t1 + i * GOMPUTE_TILE_PITCH + j0 : gompute_source(t1 + i * GOMPUTE_TILE_PITCH + j0, p1 + i * strides.strides[1][0] + j0 * strides.strides[1][1], strides.strides[1][1], j1 - j0);
+              auto* d = out + (int64_t)(r + i) * strides.strides[2][0] + c + j0;
+              const bool streaming = stream && (j1 - j0) * sizeof *d >= GOMPUTE_STREAM_MIN;
+              auto* s2 = streaming ? streamed : d;
+              gompute_kernel_half_ops_rows(s0, s1, s2, j1 - j0);
+              if (streaming) gompute_stream(d, streamed, (size_t)(j1 - j0) * sizeof *d);
             }
-            const uint64_t at = (r + (uint64_t)i) * cols + (uint64_t)c;
-            const int64_t j0 = base > at ? (int64_t)(base - at) : 0;
-            const int64_t j1 = end < at + (uint64_t)m ? (int64_t)(end - at) : m;
-            if (j0 >= j1) continue;
-            const auto* s0 = tiled0 ? t0 + i * GOMPUTE_TILE_PITCH + j0 : gompute_source(t0 + i * GOMPUTE_TILE_PITCH + j0, p0 + i * strides.strides[0][0] + j0 * strides.strides[0][1], strides.strides[0][1], j1 - j0);
-            const auto* s1 = tiled1 ? t1 + i * GOMPUTE_TILE_PITCH + j0 : gompute_source(t1 + i * GOMPUTE_TILE_PITCH + j0, p1 + i * strides.strides[1][0] + j0 * strides.strides[1][1], strides.strides[1][1], j1 - j0);
-            auto* d = out + (int64_t)(r + i) * strides.strides[2][0] + c + j0;
-            auto* s2 = stream ? streamed : d;
-            gompute_kernel_half_ops_rows(s0, s1, s2, j1 - j0);
-            if (stream) gompute_stream(d, streamed, (size_t)(j1 - j0) * sizeof *d);
+          } else {
+            for (int64_t i = 0; i < t; ++i) {
+              const uint64_t at = (r + (uint64_t)i) * cols + (uint64_t)c;
+              const int64_t j0 = base > at ? (int64_t)(base - at) : 0;
+              const int64_t j1 = end < at + (uint64_t)m ? (int64_t)(end - at) : m;
+              if (j0 >= j1) continue;
+              const auto* s0 = tiled0 ? t0 + i * GOMPUTE_TILE_PITCH + j0 : gompute_source(t0 + i * GOMPUTE_TILE_PITCH + j0, p0 + i * strides.strides[0][0] + j0 * strides.strides[0][1], strides.strides[0][1], j1 - j0);
+              const auto* s1 = tiled1 ? t1 + i * GOMPUTE_TILE_PITCH + j0 : gompute_source(t1 + i * GOMPUTE_TILE_PITCH + j0, p1 + i * strides.strides[1][0] + j0 * strides.strides[1][1], strides.strides[1][1], j1 - j0);
+              auto* s2 = out + (int64_t)(r + i) * strides.strides[2][0] + c + j0;
+              gompute_kernel_half_ops_rows(s0, s1, s2, j1 - j0);
+            }
           }
         }
       }
