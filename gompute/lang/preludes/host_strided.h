@@ -244,7 +244,10 @@ GOMPUTE_FN gompute_next_tile gompute_tile_after(uint64_t r, int64_t t, int64_t c
     next.cols = right < GOMPUTE_TILE_COLS ? right : GOMPUTE_TILE_COLS;
   } else {
     const uint64_t rb = (end + cols - 1) / cols, below = rb > r + (uint64_t)t ? rb - r - (uint64_t)t : 0;
-    next = {below < (uint64_t)tile_rows ? (int64_t)below : tile_rows, (int64_t)cols < GOMPUTE_TILE_COLS ? (int64_t)cols : GOMPUTE_TILE_COLS, t, -c, 0};
+    next.rows = below < (uint64_t)tile_rows ? (int64_t)below : tile_rows;
+    next.cols = (int64_t)cols < GOMPUTE_TILE_COLS ? (int64_t)cols : GOMPUTE_TILE_COLS;
+    next.dr = t;
+    next.dc = -c;
   }
   if ((r + (uint64_t)next.dr) * cols + (uint64_t)(c + next.dc) >= end) next.cols = 0;  // past the range
   next.per_row = (next.cols + t - 1) / t;
@@ -439,9 +442,10 @@ GOMPUTE_ROWS void gompute_gather_tile(S* b, const S* p, int64_t step, int64_t t,
 
 // Streaming (non-temporal) stores, for a transpose's output far in memory: its rows go out 1 KB to
 // each of 256 rows a tile, and ordinary stores read every line before they write it, reads that
-// then compete with the input's. Stores that go straight to memory do not; with the next tile's
-// prefetch they took 3162 x 3162 f32 from 2.4-2.6x to 1.9-2.0x the contiguous time on the Zen 4
-// VM, 10000 x 1000 from 2.4x to 1.1-1.2x (benchmarks/results/2026-12-04-vm-zen4-transpose.md).
+// then compete with the input's. Stores that go straight to memory do not: they took 3162 x 3162
+// f32 from 2.3x to 1.7x the contiguous time on the Zen 4 VM, 10000 x 1000 from 2.1x to 1.3x (in
+// same-process A/B runs with the next tile prefetched in both;
+// benchmarks/results/2026-12-04-vm-zen4-transpose.md).
 // Whole lines only, so AVX-512's 64-byte stores: two 32-byte halves of a line were slower than
 // ordinary stores there (5.1 against 4.2 ms). They are weakly ordered: a call that made them ends
 // with gompute_stream_fence, before the pool or the stream says the launch is done.
