@@ -9,6 +9,7 @@ errors show at import; a generic one (some parameters unannotated) per signature
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +51,12 @@ def backend_name(backend) -> str:
     return name
 
 
+# One thread translates @g.func specializations at a time (re-entered by the calls a function
+# makes), so that `_busy` means recursion: per thread, two threads specializing the same function
+# took each other for it; one lock per function could deadlock on mutually recursive ones.
+_TRANSLATING = threading.RLock()
+
+
 class Func:
     """A function kernels can call, made by `@g.func`. Called from Python, it is the plain function."""
 
@@ -58,9 +65,15 @@ class Func:
     def __init__(self, fn):
         functools.update_wrapper(self, fn)
         self.fn = fn
-        self._src: Source | None = None
+        # Read now, as the function was defined: read at the first kernel that calls it, a file
+        # edited since the import gave another function's text. Kept as the error where there
+        # is no source (the plain function still runs from Python).
+        try:
+            self._src: Source | CompileError = Source.of(fn)
+        except CompileError as e:
+            self._src = e
         self._specs: dict[tuple[Type, ...], ir.Function] = {}
-        self._busy: set[tuple[Type, ...]] = set()
+        self._busy: set[tuple[Type, ...]] = set()  # the specializations being translated
 
     def __call__(self, *args):
         return self.fn(*args)
@@ -71,16 +84,21 @@ class Func:
         spec = self._specs.get(key)
         if spec is not None:
             return spec
+        with _TRANSLATING:
+            spec = self._specs.get(key)  # another thread's, translated while this one waited
+            return spec if spec is not None else self._translate(key, error)
+
+    def _translate(self, key: tuple[Type, ...], error) -> ir.Function:
         if key in self._busy:
             raise error(f"{self.fn.__name__} calls itself; recursion is not supported in kernels")
-        if self._src is None:
-            self._src = Source.of(self.fn)
+        if isinstance(self._src, CompileError):
+            raise self._src
         arrays, _, params_class = check_signature(self._src)
         if params_class is not None:
             raise self._src.error(self._src.tree, "a @g.func cannot take a params struct; pass the fields it needs")
-        if len(arrays) != len(arg_types):
-            raise error(f"{self.fn.__name__} takes {len(arrays)} arguments, got {len(arg_types)}")
-        types = [ann if ann is not None else t for (_, ann), t in zip(arrays, arg_types)]
+        if len(arrays) != len(key):
+            raise error(f"{self.fn.__name__} takes {len(arrays)} arguments, got {len(key)}")
+        types = [ann if ann is not None else t for (_, ann), t in zip(arrays, key)]
         self._busy.add(key)
         try:
             spec = translate(self._src, types, f"gompute_fn_{self.fn.__name__}", _specialize_call)

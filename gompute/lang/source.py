@@ -37,6 +37,11 @@ class Source:
         tree = module.body[0]
         if not isinstance(tree, ast.FunctionDef):
             raise CompileError(f"{function.__qualname__} is not a plain def function")
+        if tree.name != function.__name__:  # the file was edited after the function was defined
+            raise CompileError(
+                f"the source of {function.__qualname__!r} has changed since it was defined (its line now "
+                f"starts `def {tree.name}`); re-import its module or restart Python"
+            )
         filename = inspect.getsourcefile(function) or inspect.getfile(function)
         return cls(function, tree, filename, first_line, indent, [line.rstrip("\n") for line in lines])
 

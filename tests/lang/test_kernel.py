@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
+import gompute
 import gompute.lang as g
 from gompute import types as T
 from gompute.compile import hiprtc
@@ -136,3 +137,86 @@ def test_an_annotated_local_keeps_its_type():
 
     fn = g.map_kernel(k).specialize().function
     assert fn.locals == {"y": T.i16} and fn.body[-1].value.type is T.i32  # i16 * 2, converted on return
+
+
+FUNC_MODULE = """import gompute as g
+
+@g.func
+def helper(x):
+    return x * 2
+
+
+@g.func
+def other(x):
+    return x - 100
+
+
+@g.map_kernel
+def uses_helper(x):
+    return helper(x)
+
+
+def plain(x: g.f32) -> g.f32:
+    return x + 1
+"""
+
+
+def _import_fresh(tmp_path, name: str, text: str):
+    import importlib.util
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, path
+
+
+def test_a_func_is_read_as_it_was_defined(tmp_path):
+    """Its file edited after the import (a notebook, a long-running process), a @g.func still
+    compiles the code Python runs: read at its first kernel, it gave the lines now at its old place."""
+    import linecache
+
+    lines = FUNC_MODULE.splitlines()
+    shift = lines.index("def other(x):") - lines.index("def helper(x):")
+    module, path = _import_fresh(tmp_path, "edited_after_import", "#\n" * shift + FUNC_MODULE)
+    path.write_text(FUNC_MODULE)  # `other` now where `helper` was
+    linecache.checkcache(str(path))
+    x = np.ones(3, np.float32)
+    np.testing.assert_array_equal(gompute.map(module.uses_helper)(x), x * 2)
+
+
+def test_a_kernel_made_from_an_edited_file_says_so(tmp_path):
+    import linecache
+
+    module, path = _import_fresh(tmp_path, "edited_before_kernel", FUNC_MODULE)
+    lines = FUNC_MODULE.splitlines()
+    shift = lines.index("def plain(x: g.f32) -> g.f32:") - lines.index("def uses_helper(x):")
+    path.write_text("\n" * shift + FUNC_MODULE)  # `def uses_helper` now where `def plain` was
+    linecache.checkcache(str(path))
+    with pytest.raises(CompileError, match="has changed since it was defined.*re-import"):
+        g.map_kernel(module.plain)
+
+
+def test_threads_specializing_through_one_func_do_not_take_each_other_for_recursion(tmp_path):
+    import threading
+
+    long_func = "import gompute as g\n\n@g.func\ndef slow(x):\n" + "    x = x * 2 - x\n" * 300 + "    return x\n"
+    long_func += "".join(f"\n@g.map_kernel\ndef k{i}(x):\n    return slow(x) + {i}\n" for i in range(6))
+    for attempt in range(5):
+        module, _ = _import_fresh(tmp_path, f"shared_func_{attempt}", long_func)
+        barrier, errors = threading.Barrier(6), []
+
+        def specialize(kernel, barrier=barrier, errors=errors):
+            barrier.wait()
+            try:
+                kernel.specialize(T.f32)
+            except CompileError as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=specialize, args=(getattr(module, f"k{i}"),)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
