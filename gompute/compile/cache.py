@@ -120,7 +120,7 @@ class DiskCache:
                     raise self._keep_failed(tmp, entry, e) from None
                 files = {p.name: _sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
                 if binary not in files:
-                    raise RuntimeError(f"building {name} produced no {binary}")
+                    raise CompileError(f"building {name} reported success but wrote no {binary}")
                 meta = {"name": name, "binary": binary, "key": _readable(key), "files": files}
                 (tmp / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True, default=str))
                 os.replace(tmp, entry)

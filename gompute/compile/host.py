@@ -2,7 +2,7 @@
 
 The compiler is `$CXX` if set, else the first of `c++`, `g++`, `clang++` on PATH, else the
 `ziglang` wheel's `zig c++`. Code is built for this machine's CPU (`-march=native`), and the CPU
-the compiler resolves that to is part of the cache key.
+the compiler resolves that to, with every target option it implies, is part of the cache key.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,8 +56,10 @@ class HostCompiler:
 
     @property
     def flags(self) -> tuple[str, ...]:
-        """The options every generated module is compiled with, by this compiler."""
-        return FLAGS if "clang" in self.version.lower() else FLAGS + GCC_FLAGS
+        """The options every generated module is compiled with, by this compiler: a `-march` of
+        $CXX's own in place of `-march=native`."""
+        flags = FLAGS if "clang" in self.version.lower() else FLAGS + GCC_FLAGS
+        return tuple(f for f in flags if f != "-march=native") if _has_march(self.command) else flags
 
     def compile(self, source_path: Path, output: Path, extra: tuple[str, ...] = ()) -> None:
         argv = [*self.command, *self.flags, *extra, f"-I{INCLUDE_DIR}", "-o", str(output), str(source_path)]
@@ -68,10 +71,17 @@ class HostCompiler:
             )
 
 
+def _has_march(command: tuple[str, ...]) -> bool:
+    return any(arg.startswith("-march=") for arg in command[1:])
+
+
+def _cxx() -> tuple[str, ...]:
+    """$CXX as a command (empty where it is unset or blank)."""
+    return tuple(shlex.split(os.environ.get("CXX", "")))
+
+
 def _candidates() -> list[tuple[str, ...]]:
-    found = []
-    if os.environ.get("CXX"):
-        found.append(tuple(shlex.split(os.environ["CXX"])))
+    found = [_cxx()] if _cxx() else []
     found += [(name,) for name in ("c++", "g++", "clang++")]
     if importlib.util.find_spec("ziglang") is not None:
         found.append((sys.executable, "-m", "ziglang", "c++"))
@@ -90,20 +100,36 @@ def _version(command: tuple[str, ...]) -> str | None:
 
 
 def _target_cpu(command: tuple[str, ...]) -> str:
-    """The CPU `-march=native` means to this compiler (GCC, then Clang's way of saying it)."""
-    probes = (
-        ([*command, "-march=native", "-Q", "--help=target"], r"^\s*-march=\s*(\S+)"),
-        ([*command, "-march=native", "-###", "-x", "c++", "-c", os.devnull], r'"-target-cpu" "([^"]+)"'),
-    )
-    for argv, pattern in probes:
-        try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        match = re.search(pattern, proc.stdout + proc.stderr, re.M)
-        if match:
-            return match.group(1)
+    """The CPU `-march=native` means to this compiler: its name and a digest of every target option
+    it turns on (GCC, then Clang's way of saying it). The name alone is not enough: GCC 12 calls a
+    Zen 4 znver3, AVX-512 and all, and a real Zen 3 without AVX-512 znver3 too, so a cache shared
+    between the two would hand the Zen 3 code it cannot run."""
+    native = [] if _has_march(command) else ["-march=native"]
+    gcc = _probe([*command, *native, "-Q", "--help=target"])
+    march = re.search(r"^\s*-march=\s*(\S+)", gcc, re.M)
+    if march:
+        options = [" ".join(line.split()) for line in gcc.splitlines() if line.lstrip().startswith("-m")]
+        return f"{march.group(1)}-{_digest(options)}"
+    clang = _probe([*command, *native, "-###", "-x", "c++", "-c", os.devnull])
+    lines = [line for line in clang.splitlines() if '"-target-cpu"' in line]
+    if lines:  # the last -target-cpu of the compiler's own command line is the one it uses (zig c++ gives two)
+        cpu = re.findall(r'"-target-cpu" "([^"]+)"', lines[-1])[-1]
+        features = re.findall(r'"-target-feature" "([^"]+)"', lines[-1])
+        return f"{cpu}-{_digest(features)}"
     return f"{platform.machine()}-{platform.processor() or 'unknown'}"
+
+
+def _probe(argv: list[str]) -> str:
+    """What a compiler prints for `argv` ("" where it cannot be run)."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return proc.stdout + proc.stderr
+
+
+def _digest(options: list[str]) -> str:
+    return hashlib.sha256("\n".join(options).encode()).hexdigest()[:12]
 
 
 @functools.cache
@@ -111,6 +137,12 @@ def _find(candidates: tuple[tuple[str, ...], ...], path: str) -> HostCompiler:
     for command in candidates:
         version = _version(command)
         if version is not None:
+            if candidates[0] == _cxx() and command != _cxx():
+                warnings.warn(
+                    f"$CXX ({shlex.join(_cxx())}) cannot be run as a C++ compiler; gompute builds host "
+                    f"kernels with {shlex.join(command)} instead. Fix or unset CXX.",
+                    stacklevel=4,
+                )
             return HostCompiler(command, version, _target_cpu(command))
     raise CompileError(
         "no C++ compiler found for the host backend (tried $CXX, c++, g++, clang++, python -m ziglang). "

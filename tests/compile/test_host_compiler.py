@@ -49,9 +49,52 @@ def test_gcc_only_options_go_to_gcc_only():
     assert not set(host.GCC_FLAGS) & set(clang.flags) and set(host.FLAGS) <= set(clang.flags)
 
 
-def test_a_missing_cxx_falls_back_to_the_system_compiler(monkeypatch):
+def test_a_missing_cxx_falls_back_to_the_system_compiler_and_says_so(monkeypatch):
     monkeypatch.setenv("CXX", "/nonexistent/c++")
-    assert host.find_compiler().command[0] != "/nonexistent/c++"
+    with pytest.warns(UserWarning, match=r"\$CXX \(/nonexistent/c\+\+\) cannot be run.*unset CXX"):
+        assert host.find_compiler().command[0] != "/nonexistent/c++"
+
+
+def test_a_blank_cxx_is_unset(monkeypatch):
+    monkeypatch.setenv("CXX", "  ")
+    blank = host.find_compiler()
+    monkeypatch.delenv("CXX")
+    assert blank.command == host.find_compiler().command
+
+
+def test_a_march_of_cxxs_own_replaces_native(monkeypatch, logging_cxx, tmp_path):
+    wrapper, log = logging_cxx
+    monkeypatch.setenv("CXX", f"{wrapper} -march=x86-64-v2")
+    compiler = host.find_compiler()
+    assert "-march=native" not in compiler.flags
+    host.compile_shared_object("noop", SOURCE, DiskCache(tmp_path))
+    call = log.read_text().splitlines()[-1].split()
+    assert "-march=x86-64-v2" in call and "-march=native" not in call
+    assert compiler.target_cpu.startswith("x86-64-v2") or "clang" in compiler.version.lower()
+
+
+def _fake_compiler(tmp_path, name: str, output: str):
+    """A 'compiler' that prints `output` for every call but --version."""
+    script = tmp_path / name
+    (tmp_path / f"{name}.out").write_text(output)
+    script.write_text(f'#!/bin/sh\n[ "$1" = --version ] && {{ echo "fake 1.0"; exit 0; }}\ncat {tmp_path}/{name}.out\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return (str(script),)
+
+
+def test_two_cpus_gcc_names_alike_are_two_targets(tmp_path):
+    """GCC 12 calls a Zen 4 (AVX-512) and a Zen 3 (none) both znver3: the target key is the name
+    and every -m option it turns on, so a cache shared by the two keeps their builds apart."""
+    help_text = "The following options are target specific:\n  -march=  \t\tznver3\n  -mavx2  \t\t[enabled]\n"
+    zen4 = host._target_cpu(_fake_compiler(tmp_path, "zen4", help_text + "  -mavx512f \t\t[enabled]\n"))
+    zen3 = host._target_cpu(_fake_compiler(tmp_path, "zen3", help_text + "  -mavx512f \t\t[disabled]\n"))
+    assert zen4.startswith("znver3-") and zen3.startswith("znver3-") and zen4 != zen3
+
+
+def test_clangs_target_is_the_last_cpu_of_its_command_line(tmp_path):
+    """zig c++ passes -target-cpu twice, x86-64 and then the CPU it builds for."""
+    line = ' "clang" "-cc1" "-target-cpu" "x86-64" "-target-feature" "+avx2" "-target-cpu" "znver4" "-x" "c++"\n'
+    assert host._target_cpu(_fake_compiler(tmp_path, "zig", line)).startswith("znver4-")
 
 
 def test_no_compiler_at_all_says_what_to_install(monkeypatch, tmp_path):
