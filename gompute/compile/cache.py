@@ -8,11 +8,13 @@ version, the options and the target.
 Entries are built in a temporary folder and published with one `os.replace`, under a file
 lock per key, so several processes compiling the same kernel build it once and never see half
 an entry. An entry whose files do not match their checksums is removed and rebuilt. A root that
-cannot be written falls back to a private temporary folder, with one warning.
+cannot be written is still read, and new entries go to a private temporary folder, with one
+warning, removed when the process exits.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -46,7 +48,7 @@ def gompute_version() -> str:
 def default_root() -> Path:
     env = os.environ.get(ENV_VAR)
     if env:
-        return Path(env).expanduser()
+        return _absolute(env)  # a relative one would move with the working directory
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("gompute", appauthor=False))
@@ -64,7 +66,7 @@ class DiskCache:
     """Compiled binaries by key; `get` returns one, building and publishing it on a miss."""
 
     def __init__(self, root: Path | str | None = None):
-        self.requested = Path(root) if root is not None else default_root()
+        self.requested = _absolute(root) if root is not None else default_root()
         self._root: Path | None = None
 
     @property
@@ -82,6 +84,7 @@ class DiskCache:
             return self.requested
         except OSError as e:
             fallback = Path(tempfile.mkdtemp(prefix="gompute-cache-"))
+            atexit.register(shutil.rmtree, fallback, ignore_errors=True)  # the process's own
             warnings.warn(
                 f"gompute cannot write its kernel cache at {self.requested} ({e.strerror or e}); "
                 f"using {fallback} for this process. Set {ENV_VAR} to a writable folder.",
@@ -91,16 +94,21 @@ class DiskCache:
             return fallback
 
     def entry_dir(self, name: str, key: dict) -> Path:
-        return self.root / f"{name}-{key_hash(key)[:24]}"
+        return self.root / _entry_name(name, key)
 
     def get(self, name: str, key: dict, binary: str, build: Callable[[Path], None]) -> tuple[bytes, Path]:
         """The bytes of file `binary` of the entry for `key`, and the entry's folder.
 
         On a miss, `build(folder)` writes the entry's files (the binary among them) into a fresh
-        folder; the cache adds meta.json and publishes the folder.
+        folder; the cache adds meta.json and publishes the folder. A location that cannot be
+        written is still read: a read-only cache filled beforehand serves its entries.
         """
+        published = self.requested / _entry_name(name, key)
+        data = _read_valid(published, binary)
+        if data is not None:
+            return data, published
         entry = self.entry_dir(name, key)
-        data = _read_valid(entry, binary)
+        data = _read_valid(entry, binary) if entry != published else None
         if data is not None:
             return data, entry
         locks = self.root / ".locks"
@@ -141,6 +149,16 @@ class DiskCache:
         return kept
 
 
+def _entry_name(name: str, key: dict) -> str:
+    """`<name>-<hash>`, the name cut to 64 characters: a file name has at most 255 bytes, and the
+    lock, temporary and trash names add to it."""
+    return f"{name[:64]}-{key_hash(key)[:24]}"
+
+
+def _absolute(path: Path | str) -> Path:
+    return Path(os.path.abspath(Path(path).expanduser()))
+
+
 def _readable(key: dict) -> dict:
     """The key as meta.json shows it: long values (the source) by their sha256."""
     return {
@@ -160,7 +178,7 @@ def _read_valid(entry: Path, binary: str) -> bytes | None:
             if fname != binary and _sha256(entry / fname) != digest:
                 return None
         return data
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
 
 

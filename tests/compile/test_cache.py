@@ -105,6 +105,50 @@ def test_env_var_overrides_the_location(tmp_path, monkeypatch):
     assert cache_mod.default_cache().root == tmp_path / "here"
 
 
+def test_a_relative_location_stays_where_it_was_when_the_directory_changes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(cache_mod.ENV_VAR, "relative-cache")
+    c = cache_mod.default_cache()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    _, entry = c.get("k", {"source": "a"}, "out.bin", Builder())
+    assert entry.parent == tmp_path / "relative-cache"
+
+
+def test_a_location_that_cannot_be_written_still_serves_its_entries(tmp_path, monkeypatch):
+    """A read-only cache filled beforehand (an image, a shared mount) is read; only new entries
+    go to the temporary fallback."""
+    filled = Builder()
+    _, entry = DiskCache(tmp_path).get("k", {"source": "a"}, "out.bin", filled)
+
+    def unwritable(path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(cache_mod, "_make_private_dir", unwritable)
+    build, c = Builder(), DiskCache(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a hit does not even look for a writable place
+        data, again = c.get("k", {"source": "a"}, "out.bin", build)
+    assert data == filled.payload and again == entry and build.calls == 0
+    with pytest.warns(CacheWarning):
+        _, new = c.get("k", {"source": "b"}, "out.bin", build)
+    assert build.calls == 1 and tmp_path not in new.parents
+
+
+def test_a_long_name_is_cut_in_the_entrys_folder_name(tmp_path):
+    name = "k" * 300  # a generic kernel's symbol can run long; a file name has 255 bytes at most
+    data, entry = DiskCache(tmp_path).get(name, {"source": "a"}, "out.bin", Builder())
+    assert data == Builder().payload and len(entry.name) < 100 and entry.name.startswith("k" * 64 + "-")
+
+
+def test_a_meta_json_nested_past_the_recursion_limit_is_rebuilt(tmp_path):
+    build = Builder()
+    c = DiskCache(tmp_path)
+    _, entry = c.get("k", {"source": "a"}, "out.bin", build)
+    (entry / "meta.json").write_text("[" * 200_000)
+    assert c.get("k", {"source": "a"}, "out.bin", build)[0] == build.payload and build.calls == 2
+
+
 _WORKER = textwrap.dedent("""
     import os, sys, time
     from gompute.compile.cache import DiskCache
