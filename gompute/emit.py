@@ -11,6 +11,7 @@ each kernel's `kernel_hashes`, which tell a kernel whether the emitted copy is s
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -20,16 +21,31 @@ from pathlib import Path
 
 from .errors import CompileError, KernelNotFound
 from .lang.kernel import Image, MapKernel, compile_module
-from .lang.module import Specialization, module_body
+from .lang.module import BACKENDS, Specialization, module_body, prelude
 
 PACKAGE = "gompute_kernels"
 
 
 def source_hash(spec: Specialization) -> str:
-    """What the generated code means, independent of where its Python file lives."""
-    body = module_body([spec], "cuda")
-    meaning = "\n".join(line for line in body.splitlines() if not line.startswith("#line"))
-    return hashlib.sha256(meaning.encode()).hexdigest()[:32]
+    """What the compiled code means, independent of where its Python file lives: the kernel's
+    generated CUDA and host code (its `#line`s aside), the preludes and the host ABI they are
+    compiled with, and gompute's version. An emitted copy made by another gompute, whose
+    preludes differ, is not the kernel's own."""
+    parts = [_toolchain_digest()]
+    for backend in ("cuda", "host"):
+        body = module_body([spec], backend)
+        parts.append("\n".join(line for line in body.splitlines() if not line.startswith("#line")))
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+
+
+@functools.cache
+def _toolchain_digest() -> str:
+    from .compile.cache import gompute_version
+    from .compile.host import INCLUDE_DIR
+
+    texts = [gompute_version(), *(prelude(backend) for backend in BACKENDS)]
+    texts.append((INCLUDE_DIR / "gompute" / "host_abi.h").read_text())
+    return hashlib.sha256("\n".join(texts).encode()).hexdigest()
 
 
 def load_root(root: str):

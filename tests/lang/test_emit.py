@@ -126,3 +126,12 @@ def test_stale_emitted_kernel_falls_back_to_compiling_with_a_warning(emitted):
     with pytest.warns(UserWarning, match="older scale_relu"):
         image = g.map_kernel(scale_relu).compile_for("host")
     assert image.data != emitted.host_images[0] and image.cache_dir is not None
+
+
+def test_a_kernel_emitted_by_another_gompute_is_not_its_own(emitted, monkeypatch):
+    """The emitted hash covers the preludes, the host ABI and gompute's version, not only the
+    kernel's code: a package left by an older gompute is compiled over, with the warning."""
+    monkeypatch.setattr(emit, "_toolchain_digest", lambda: "another gompute's preludes")
+    with pytest.warns(UserWarning, match="older scale_relu"):
+        image = MapKernel(S.scale_relu.fn).compile_for("host")
+    assert image.cache_dir is not None
