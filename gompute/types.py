@@ -117,12 +117,28 @@ class Scalar:
 _BF16_MAX = 3.3895313892515355e38
 
 
+BF16_MAX = 3.3895313892515355e38  # 0x7F7F
+
+
 def _bf16_bits(value: float) -> int:
-    """bfloat16 bits of `value`, rounded to nearest even (NaN stays a quiet NaN)."""
-    (bits,) = struct.unpack("<I", struct.pack("<f", value))
+    """bfloat16 bits of the number `value`, rounded once to nearest even: not through f32, which
+    rounds a second time (1 + 2**-8 + 2**-30 became 1.0) and cannot hold 1e39 (which is inf).
+    NaN is a quiet NaN."""
+    value = float(value)
     if math.isnan(value):
         return 0x7FC0
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+    sign = 0x8000 if math.copysign(1.0, value) < 0 else 0
+    magnitude = abs(value)
+    if magnitude == 0 or magnitude == math.inf:
+        return sign | (0x7F80 if magnitude else 0)
+    # 8 significant bits down to 2**-126, then subnormal steps of 2**-133; scaling by a power of
+    # two is exact, and round() of a float rounds half to even.
+    step = max(math.frexp(magnitude)[1] - 8, -133)
+    rounded = round(math.ldexp(magnitude, -step)) * 2.0**step
+    if rounded > BF16_MAX:
+        return sign | 0x7F80
+    (bits,) = struct.unpack("<I", struct.pack("<f", rounded))  # exact: every bf16 is an f32
+    return sign | (bits >> 16)
 
 
 def _make(name, kind, bits, c_name, code, dtype):

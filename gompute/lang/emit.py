@@ -162,6 +162,8 @@ class ExprEmitter:
         if is_half(dst):
             if src is T.f64:
                 return f"gompute_round_{dst.name}_f64({a})"
+            if dst is T.bf16 and src in (T.i32, T.u32):  # exact in f64; through f32 rounded twice
+                return f"gompute_round_bf16_f64((double)({a}))"
             return f"gompute_round_{dst.name}((float)({a}))"
         return f"(({dst.c_name})({a}))"
 
@@ -259,8 +261,13 @@ class FunctionEmitter(ExprEmitter):
             cond = f"{it} < {stop}" if s.step.value > 0 else f"{it} > {stop}"
         else:
             cond = f"({step} > 0 ? {it} < {stop} : {step} < 0 && {it} > {stop})"
-        if isinstance(s.stop, ir.Const) or not isinstance(s.step, ir.Const):
+        if _steps_within_its_type(s):  # constant bounds: the trip count is the compiler's to see
             self.lines.append(f"{pad}  for ({t} {it} = {self.expr(s.start)}; {cond}; {it} += {step}) {{")
+            self.block(s.body, depth + 2)
+            self.lines.append(f"{pad}  }}")
+        elif not isinstance(s.step, ir.Const):
+            following = f"gompute_range_next({it}, {stop}, {step})"
+            self.lines.append(f"{pad}  for ({t} {it} = {self.expr(s.start)}; {cond}; {it} = {following}) {{")
             self.block(s.body, depth + 2)
             self.lines.append(f"{pad}  }}")
         else:
@@ -315,6 +322,16 @@ class FunctionEmitter(ExprEmitter):
                 self.lines.append(f"{pad}    {g} += {g} < 0xFFFFFFFEu;")
             self.lines.append(f"{pad}  }} while (++{k} < {count});")
         self.lines.append(f"{pad}}}")
+
+
+def _steps_within_its_type(s: ir.For) -> bool:
+    """Whether range(start, stop, step) is all constants and its variable, stepped once past the
+    last trip as a `for` steps it, stays in its type's range."""
+    if not all(isinstance(e, ir.Const) for e in (s.start, s.stop, s.step)):
+        return False
+    start, stop, step = s.start.value, s.stop.value, s.step.value
+    lo, hi = concrete(s.start.type).range()
+    return lo <= start + len(range(start, stop, step)) * step <= hi
 
 
 def _counters(body: list[ir.Stmt]) -> set[str]:

@@ -265,6 +265,9 @@ class ExprLowering:
     def compare(self, op: str, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
         if {left.type, right.type} == {T.i64, T.u64}:
             return ir.Compare(op, left, right, T.bool_)  # compared exactly, not through f64 (emit.py)
+        outside = _outside_the_range(op, left, right)
+        if outside is not None:
+            return ir.Const(outside, T.bool_)
         t = promote(left.type, right.type)
         for side in (left, right):
             # NumPy compares a Python int that does not fit the other side's type by value.
@@ -370,3 +373,20 @@ def coerce(value, t: Type, wrap: bool = False):
         as_int = int(value)
         return (as_int - lo) % (hi - lo + 1) + lo
     return int(value)
+
+
+_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def _outside_the_range(op: str, left: ir.Expr, right: ir.Expr) -> bool | None:
+    """An integer compared with a Python int beyond its type's range, as NumPy 2 answers it: by
+    value, the same for every element (through f64, u64 against 2**64 rounded both to 2**64)."""
+    if isinstance(left, ir.Const) and not isinstance(right, ir.Const):
+        left, right, op = right, left, _FLIPPED[op]
+    if not (isinstance(right, ir.Const) and isinstance(right.type, Weak) and isinstance(right.value, int)):
+        return None
+    t = left.type
+    if isinstance(t, Weak) or not t.is_integer or isinstance(right.value, bool) or fits(right.value, t):
+        return None
+    above = right.value > t.range()[1]  # else below the range
+    return {"lt": above, "le": above, "gt": not above, "ge": not above, "eq": False, "ne": True}[op]

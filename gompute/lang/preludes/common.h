@@ -8,6 +8,16 @@ struct gompute_f16 { uint16_t bits; };
 struct gompute_bf16 { uint16_t bits; };
 
 GOMPUTE_FN float gompute_inf_f32() { return gompute_f32_from_bits(0x7f800000u); }
+
+// The next value of a range's variable after `it`, or `stop` where the step would reach or pass
+// it: the variable never steps past its type's end (range(120, 127, 10) over i8 wrapped to -126
+// and never ended). A range whose step is known only at run time counts with it.
+template <typename T>
+GOMPUTE_FN T gompute_range_next(T it, T stop, T step) {
+  const uint64_t left = step > 0 ? (uint64_t)stop - (uint64_t)it : (uint64_t)it - (uint64_t)stop;
+  const uint64_t stride = step > 0 ? (uint64_t)step : (uint64_t)0 - (uint64_t)step;
+  return left > stride ? (T)(it + step) : stop;
+}
 GOMPUTE_FN float gompute_nan_f32() { return gompute_f32_from_bits(0x7fc00000u); }
 GOMPUTE_FN double gompute_inf_f64() { return gompute_f64_from_bits(0x7ff0000000000000ull); }
 GOMPUTE_FN double gompute_nan_f64() { return gompute_f64_from_bits(0x7ff8000000000000ull); }

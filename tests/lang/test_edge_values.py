@@ -1,0 +1,150 @@
+"""Values at the edges of their types, checked against Python and NumPy 2: integers compared with
+Python ints beyond their range, range() loops whose variable would step past its type's end, and
+conversions to bfloat16 rounded once (from wide integers, from constants, beyond f32's range)."""
+
+import struct
+
+import numpy as np
+import pytest
+
+import gompute as g
+from gompute.types import _bf16_bits
+
+pytest.importorskip("gompute._core", reason="the kernels run on the host runtime")
+
+
+@g.map_kernel
+def _u64_against_two_to_the_64(x: g.u64) -> g.i32:
+    return (
+        g.i32(x < 2**64)
+        + 2 * g.i32(x == 2**64)
+        + 4 * g.i32(2**64 > x)
+        + 8 * g.i32(x != 2**64)
+        + 16 * g.i32(x > -1)
+        + 32 * g.i32(x >= 2**65)
+    )
+
+
+@g.map_kernel
+def _i8_against_300(x: g.i8) -> g.i32:
+    return g.i32(x < 300) + 2 * g.i32(x == -300) + 4 * g.i32(-300 < x)
+
+
+def test_an_integer_compared_with_a_python_int_beyond_its_range_is_compared_by_value():
+    """NumPy 2 compares by value; through f64, u64 2**64 - 1 had rounded to 2**64 and equalled it."""
+    x = np.array([2**64 - 1, 2**64 - 1024, 5, 0], np.uint64)
+    want = (x < 2**64) + 2 * (x == 2**64) + 4 * (2**64 > x) + 8 * (x != 2**64) + 16 * (x > -1) + 32 * (x >= 2**65)
+    np.testing.assert_array_equal(g.map(_u64_against_two_to_the_64)(x), want.astype(np.int32))
+    y = np.array([-128, 0, 127], np.int8)
+    np.testing.assert_array_equal(g.map(_i8_against_300)(y), np.full(3, 5, np.int32))
+
+
+def _trips(N):
+    class Span(g.Params):
+        start: N
+        stop: N
+        step: N
+
+    @g.map_kernel
+    def trips(x: g.i64, p: Span) -> g.i64:
+        n = x
+        for _ in range(p.start, p.stop, p.step):  # a run-time step
+            n += 1
+        return n
+
+    return trips
+
+
+def _trips_to_the_top(N):
+    class Start(g.Params):
+        start: N
+
+    hi = int(np.iinfo(N.dtype).max)
+
+    @g.map_kernel
+    def trips_to_the_top(x: g.i64, p: Start) -> g.i64:
+        n = x
+        for _ in range(p.start, hi, 3):  # a constant stop and step, a run-time start
+            n += 1
+        return n
+
+    return trips_to_the_top
+
+
+@pytest.mark.parametrize(
+    "itype, start, stop, step",
+    [
+        (g.i8, 120, 127, 10),
+        (g.i8, -120, -128, -10),
+        (g.i8, -128, 127, 100),
+        (g.u8, 250, 255, 3),
+        (g.i16, 32000, 32767, 700),
+        (g.i32, 2**31 - 5, 2**31 - 1, 2**30),
+        (g.i64, 2**63 - 8, 2**63 - 1, 2**62),
+        (g.i64, -(2**63) + 3, -(2**63), -(2**62)),
+        (g.u64, 2**64 - 10, 2**64 - 1, 2**63),
+        (g.i32, 0, 10, 3),
+        (g.i32, 10, 0, -3),
+        (g.i32, 0, 10, 0),  # Python raises; a kernel cannot, and runs no trip
+    ],
+    ids=str,
+)
+def test_a_run_time_range_never_steps_past_its_types_end(itype, start, stop, step):
+    """`it += step` past the type's end wrapped: range(120, 127, 10) over i8 never ended."""
+    want = len(range(start, stop, step)) if step else 0
+    got = g.map(_trips(itype))(np.zeros(3, np.int64), start=start, stop=stop, step=step)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("itype", [g.i8, g.u8, g.i16, g.i32, g.i64, g.u64], ids=str)
+def test_a_range_to_the_top_of_its_type_ends(itype):
+    hi = int(np.iinfo(itype.dtype).max)
+    for start in (hi - 7, hi - 3, hi - 1, hi):
+        got = g.map(_trips_to_the_top(itype))(np.zeros(1, np.int64), start=start)
+        assert got[0] == len(range(start, hi, 3)), start
+
+
+def _f32(bits16: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", bits16 << 16))[0]
+
+
+@g.map_kernel
+def _i32_to_bf16(x: g.i32) -> g.f32:
+    return g.f32(g.bf16(x))
+
+
+def test_a_wide_integer_becomes_bf16_rounded_once():
+    """Through f32 it rounded twice: 2**25 + 2**17 + 1 gave 2**25, not 2**25 + 2**18."""
+    x = np.array([2**25 + 2**17 + 1, 2**30 + 2**22 + 1, -(2**25 + 2**17 + 1), 255, 257, 2**31 - 1], np.int32)
+    want = [_f32(_bf16_bits(float(v))) for v in x.tolist()]  # each int is exact as a Python float
+    np.testing.assert_array_equal(g.map(_i32_to_bf16)(x), np.array(want, np.float32))
+
+
+NEAR_A_TIE = 1.0 + 2.0**-8 + 2.0**-30  # just above the tie between bf16 1.0 and 1.0078125
+
+
+@g.map_kernel
+def _bf16_constants(x: g.bf16) -> g.f32:
+    return g.f32(g.bf16(NEAR_A_TIE)) + g.f32(x + 1e39)
+
+
+def test_a_bf16_constant_is_rounded_once_and_may_be_past_f32s_range():
+    """Folded through f32, NEAR_A_TIE became 1.0; 1e39 raised OverflowError when the kernel was made."""
+    assert _f32(_bf16_bits(NEAR_A_TIE)) == 1.0078125 and _bf16_bits(1e39) == 0x7F80 and _bf16_bits(-1e39) == 0xFF80
+    x = g.asbuffer(np.zeros(2, np.uint16)).view(g.bf16, (2,))
+    out = np.asarray(g.map(_bf16_constants)(x))
+    assert np.isinf(out).all() and (out > 0).all()
+
+
+def test_bf16_bits_round_once_to_nearest_even():
+    """Against round-to-odd to f32, then to nearest even at 8 bits (which is rounding once)."""
+    rng = np.random.default_rng(3)
+    values = np.concatenate(
+        [rng.standard_normal(2000), rng.uniform(-1, 1, 500) * 2.0**-130, [2.0**-133 * 1.5, 2.0**-134, 3.39e38]]
+    )
+    for v in values.tolist():
+        f = np.float32(v)
+        if float(f) != v and not int(np.array(f).view(np.uint32)) & 1:  # to odd
+            f = np.nextafter(f, np.float32(np.inf if abs(float(f)) < abs(v) else 0) * np.sign(v), dtype=np.float32)
+        b = int(np.array(f).view(np.uint32))
+        assert _bf16_bits(v) == ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF, v
