@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import ArgumentError, CompileError
 from ..types import ScalarType
-from . import ir
+from . import ir, reserved
 from .frontend import check_signature, translate
 from .module import EntryPoint, Specialization, module_source
 from .source import Source
@@ -127,6 +127,9 @@ class MapKernel:
         self.arg_names = [name for name, _ in arrays]
         self.annotations: tuple[ScalarType | None, ...] = tuple(t for _, t in arrays)
         self.generic = any(t is None for t in self.annotations)
+        refused = reserved.reason(self.name, exact=not self.generic)
+        if refused is not None:
+            raise self.src.error(self.src.tree, f"a map kernel cannot be called {self.name!r}: {refused}; rename it")
         self._specs: dict[tuple[ScalarType, ...], Specialization] = {}
         self._variants: dict[tuple, Specialization] = {}
         self._images: dict[tuple, Image] = {}

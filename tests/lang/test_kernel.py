@@ -220,3 +220,28 @@ def test_threads_specializing_through_one_func_do_not_take_each_other_for_recurs
         for t in threads:
             t.join()
         assert not errors
+
+
+@pytest.mark.parametrize("name", ["sqrt", "double", "memcpy", "main", "int64_t", "NAN", "threadIdx", "max", "計算"])
+def test_a_kernel_named_like_c_cannot_be_made_and_says_rename_it(tmp_path, name):
+    """Its entry point is a C function of its name: `sqrt` clashed with <math.h>'s, and the
+    compiler's failure read as a gompute bug."""
+    text = f"import gompute as g\n\n\ndef {name}(x: g.f32) -> g.f32:\n    return x + 1\n"
+    module, _ = _import_fresh(tmp_path, f"named_{abs(hash(name))}", text)
+    with pytest.raises(CompileError, match=f"cannot be called '{name}'.*rename it"):
+        g.map_kernel(getattr(module, name))
+
+
+def test_a_generic_kernel_may_be_named_like_c(tmp_path):
+    """Its entry points are suffixed by their types (double__i32)."""
+    text = "import gompute as g\n\n\ndef double(x):\n    return x + x\n"
+    module, _ = _import_fresh(tmp_path, "named_double", text)
+    x = np.arange(3, dtype=np.int32)
+    np.testing.assert_array_equal(gompute.map(g.map_kernel(module.double))(x), x + x)
+
+
+def test_a_kernel_may_be_named_like_a_c_name_with_more_to_it(tmp_path):
+    text = "import gompute as g\n\n\ndef sqrt_plus(x: g.f32) -> g.f32:\n    return x + 1\n"
+    module, _ = _import_fresh(tmp_path, "named_sqrt_plus", text)
+    x = np.ones(3, np.float32)
+    np.testing.assert_array_equal(gompute.map(g.map_kernel(module.sqrt_plus))(x), x + 1)
