@@ -117,14 +117,14 @@ class Scalar:
 _BF16_MAX = 3.3895313892515355e38
 
 
-BF16_MAX = 3.3895313892515355e38  # 0x7F7F
-
-
 def _bf16_bits(value: float) -> int:
     """bfloat16 bits of the number `value`, rounded once to nearest even: not through f32, which
     rounds a second time (1 + 2**-8 + 2**-30 became 1.0) and cannot hold 1e39 (which is inf).
     NaN is a quiet NaN."""
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # a Python int past f64's range
+        value = math.inf if value > 0 else -math.inf
     if math.isnan(value):
         return 0x7FC0
     sign = 0x8000 if math.copysign(1.0, value) < 0 else 0
@@ -135,7 +135,7 @@ def _bf16_bits(value: float) -> int:
     # two is exact, and round() of a float rounds half to even.
     step = max(math.frexp(magnitude)[1] - 8, -133)
     rounded = round(math.ldexp(magnitude, -step)) * 2.0**step
-    if rounded > BF16_MAX:
+    if rounded > _BF16_MAX:
         return sign | 0x7F80
     (bits,) = struct.unpack("<I", struct.pack("<f", rounded))  # exact: every bf16 is an f32
     return sign | (bits >> 16)
