@@ -164,6 +164,8 @@ class ExprEmitter:
                 return f"gompute_round_{dst.name}_f64({a})"
             if dst is T.bf16 and src in (T.i32, T.u32):  # exact in f64; through f32 rounded twice
                 return f"gompute_round_bf16_f64((double)({a}))"
+            if dst is T.bf16 and src in (T.i64, T.u64):  # to f64 rounded to odd, then once to bf16
+                return f"gompute_round_bf16_f64(gompute_f64_round_odd_{src.name}({a}))"
             return f"gompute_round_{dst.name}((float)({a}))"
         return f"(({dst.c_name})({a}))"
 

@@ -120,6 +120,43 @@ def test_a_wide_integer_becomes_bf16_rounded_once():
     np.testing.assert_array_equal(g.map(_i32_to_bf16)(x), np.array(want, np.float32))
 
 
+@g.map_kernel
+def _i64_to_bf16(x: g.i64) -> g.f32:
+    return g.f32(g.bf16(x))
+
+
+@g.map_kernel
+def _u64_to_bf16(x: g.u64) -> g.f32:
+    return g.f32(g.bf16(x))
+
+
+def _bf16_of_int(v: int) -> float:
+    """bf16 of the integer v rounded once to nearest even, by exact integer arithmetic."""
+    if v == 0:
+        return 0.0
+    m, sign = abs(v), -1 if v < 0 else 1
+    shift = max(m.bit_length() - 8, 0)
+    q, r = divmod(m, 1 << shift)
+    half = (1 << shift) >> 1
+    if shift and (r > half or (r == half and q & 1)):
+        q += 1
+    return sign * float(q << shift)
+
+
+def test_a_64_bit_integer_becomes_bf16_rounded_once():
+    """Past 2**53 the conversion to f64 rounded too: 2**62 + 2**54 + 1 (just above a bf16 tie) went
+    to 2**62 through f64, where once-rounded it is 2**62 + 2**55."""
+    tie = 2**62 + 2**54  # halfway between bf16 2**62 and 2**62 + 2**55
+    ints = [tie + 1, tie, tie + 2**55, -(tie + 1), 2**53 + 1, 2**63 - 1, -(2**63), 7]
+    rng = np.random.default_rng(5)
+    ints += [int(v) for v in rng.integers(-(2**63), 2**63 - 1, 200, dtype=np.int64)]
+    x = np.array(ints, np.int64)
+    np.testing.assert_array_equal(g.map(_i64_to_bf16)(x), np.array([_bf16_of_int(v) for v in ints], np.float32))
+    big = [2**64 - 1, 2**63 + 2**55 + 1, 2**63 + 2**55, 3]
+    u = np.array(big, np.uint64)
+    np.testing.assert_array_equal(g.map(_u64_to_bf16)(u), np.array([_bf16_of_int(v) for v in big], np.float32))
+
+
 NEAR_A_TIE = 1.0 + 2.0**-8 + 2.0**-30  # just above the tie between bf16 1.0 and 1.0078125
 
 

@@ -30,6 +30,23 @@ GOMPUTE_FN float gompute_f32_round_odd(double x) {
   return gompute_f32_from_bits(b);
 }
 
+// 64-bit integer -> double rounding to odd (exact below 2**53; above it, the bits past the 53 kept
+// are jammed into the last one), so that rounding the double to bf16 after rounds only once.
+GOMPUTE_FN double gompute_f64_round_odd_u64(uint64_t m) {
+  uint64_t kept = m;
+  int shift = 0;
+  while (kept >= (1ull << 53)) {
+    kept >>= 1;
+    ++shift;
+  }
+  kept |= (uint64_t)((m & ((1ull << shift) - 1)) != 0);
+  return (double)kept * (double)(1ull << shift);
+}
+GOMPUTE_FN double gompute_f64_round_odd_i64(int64_t x) {
+  const double magnitude = gompute_f64_round_odd_u64(x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x);
+  return x < 0 ? -magnitude : magnitude;
+}
+
 GOMPUTE_FN uint16_t gompute_bf16_bits_from_f32(float x) {
   uint32_t b = gompute_bits_f32(x);
   if (x != x) return (uint16_t)((b >> 16) | 0x40u);
