@@ -119,6 +119,8 @@ class DiskCache:
                 return data, entry
             if entry.exists():
                 _remove(entry)  # corrupt or unreadable: rebuild it
+            for stale in self.root.glob(f".tmp-{entry.name}-*"):  # a killed build's: this lock is ours
+                shutil.rmtree(stale, ignore_errors=True)
             tmp = self.root / f".tmp-{entry.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
             tmp.mkdir()
             try:

@@ -141,6 +141,17 @@ def test_a_long_name_is_cut_in_the_entrys_folder_name(tmp_path):
     assert data == Builder().payload and len(entry.name) < 100 and entry.name.startswith("k" * 64 + "-")
 
 
+def test_a_killed_builds_temporary_folder_goes_with_the_next_build(tmp_path):
+    """Under the entry's lock no other build of it runs, so its temporary folders are leftovers."""
+    c = DiskCache(tmp_path)
+    name = cache_mod._entry_name("k", {"source": "a"})
+    left = tmp_path / f".tmp-{name}-12345-deadbeef"
+    left.mkdir()
+    (left / "out.bin").write_bytes(b"half")
+    c.get("k", {"source": "a"}, "out.bin", Builder())
+    assert not left.exists() and not list(tmp_path.glob(".tmp-*"))
+
+
 def test_a_meta_json_nested_past_the_recursion_limit_is_rebuilt(tmp_path):
     build = Builder()
     c = DiskCache(tmp_path)
