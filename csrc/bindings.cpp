@@ -115,20 +115,50 @@ size_t transfer_size(const HostView& host, std::optional<size_t> nbytes, const c
   return n;
 }
 
+// The bytes a transfer from Python addresses in `b`, [base, base + size): a typed view's own
+// elements, which must be one run of bytes, else the buffer's. (A view's upload had written from
+// the buffer's first byte, wherever the view's elements were.)
+struct Span {
+  size_t base, size;
+};
+Span transfer_span(const Buffer& b, const char* what) {
+  const Layout* layout = b.typed_layout();
+  if (!layout) return {0, b.nbytes()};
+  if (!layout->c_contiguous())
+    raise(ErrorKind::CopyFailed, std::string(what) +
+                                     " through a view whose elements are not one run of bytes (strides or a "
+                                     "transpose); copy through a C-contiguous view, or np.asarray(view)");
+  return {size_t(layout->origin), size_t(layout->size()) * layout->itemsize()};
+}
+
+// The byte `offset` of a transfer of `n` bytes into the span, checked against it.
+size_t in_span(const Span& span, size_t offset, size_t n, const char* what) {
+  if (offset > span.size || n > span.size - offset)
+    raise(ErrorKind::CopyFailed, std::string(what) + " of " + std::to_string(n) + " bytes at offset " +
+                                     std::to_string(offset) + " overruns the " + std::to_string(span.size) +
+                                     "-byte buffer (asked for bytes [" + std::to_string(offset) + ", " +
+                                     std::to_string(offset + n) + "))");
+  return span.base + offset;
+}
+
 void upload(Buffer& b, py::handle src, std::optional<size_t> nbytes, size_t offset, Stream* stream) {
+  const Span span = transfer_span(b, "upload");
   auto view = std::make_shared<HostView>(src, false, "upload source");
   size_t n = transfer_size(*view, nbytes, "upload");
+  const size_t at = in_span(span, offset, n, "upload");
   KeepAlive held = stream ? keep(view) : nullptr;
   py::gil_scoped_release release;
-  b.upload(view->data(), n, offset, stream, held);
+  b.upload(view->data(), n, at, stream, held);
 }
 
 void download(Buffer& b, py::handle dst, std::optional<size_t> nbytes, size_t offset, Stream* stream) {
+  const Span span = transfer_span(b, "download");
   auto view = std::make_shared<HostView>(dst, true, "download destination");
   size_t n = transfer_size(*view, nbytes, "download");
+  const size_t at = in_span(span, offset, n, "download");
   KeepAlive held = stream ? keep(view) : nullptr;
   py::gil_scoped_release release;
-  b.download(view->data(), n, offset, stream, held);
+  b.download(view->data(), n, at, stream, held);
 }
 
 // ---- Conversions -------------------------------------------------------------------
@@ -324,9 +354,12 @@ PYBIND11_MODULE(_core, m) {
           "copy_from",
           [](Buffer& b, const Buffer& src, size_t src_offset, size_t dst_offset, std::optional<size_t> nbytes,
              Stream* stream) {
-            size_t n = nbytes.value_or(src_offset <= src.nbytes() ? src.nbytes() - src_offset : 0);
+            const Span from = transfer_span(src, "copy_from (source)"), to = transfer_span(b, "copy_from");
+            size_t n = nbytes.value_or(src_offset <= from.size ? from.size - src_offset : 0);
+            const size_t src_at = in_span(from, src_offset, n, "copy_from (source)");
+            const size_t dst_at = in_span(to, dst_offset, n, "copy_from (destination)");
             py::gil_scoped_release release;
-            b.copy_from(src, src_offset, dst_offset, n, stream);
+            b.copy_from(src, src_at, dst_at, n, stream);
           },
           py::arg("src"), py::arg("src_offset") = 0, py::arg("dst_offset") = 0, py::arg("nbytes") = py::none(),
           py::arg("stream") = nullptr)

@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -258,8 +259,9 @@ class HostDriver final : public Driver {
     stream(s).queue.submit(
         [ev, generation] {
           std::lock_guard<std::mutex> lock(ev->mu);
+          if (generation < ev->completed) return;  // a later record of it has landed: its time stands
           ev->when = std::chrono::steady_clock::now();
-          ev->completed = std::max(ev->completed, generation);
+          ev->completed = generation;
           ev->cv.notify_all();
         },
         true);
@@ -318,7 +320,10 @@ class HostDriver final : public Driver {
     std::lock_guard<std::mutex> lock(module->mu);
     auto& slot = module->functions[name];
     if (!slot) {
-      auto entry = reinterpret_cast<gompute_host_kernel>(dlsym(module->handle, name.c_str()));
+      // Only the module's own exported functions: dlsym also finds its data (the arity constants)
+      // and, through the module's dependencies, libc's functions; launching those crashed.
+      const bool exported = std::find(module->names.begin(), module->names.end(), name) != module->names.end();
+      auto entry = exported ? reinterpret_cast<gompute_host_kernel>(dlsym(module->handle, name.c_str())) : nullptr;
       if (!entry) {
         module->functions.erase(name);
         return nullptr;
@@ -339,7 +344,13 @@ class HostDriver final : public Driver {
            "kernel " + f->name + " takes " + std::to_string(f->arity) + " arguments, the launch passed " +
                std::to_string(nargs));
     HostStream& hs = stream(s);
-    const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
+    uint64_t blocks = 0, threads_checked = 0;
+    if (__builtin_mul_overflow(uint64_t(grid.x) * grid.y, uint64_t(grid.z), &blocks) ||
+        __builtin_mul_overflow(blocks, uint64_t(block.x) * block.y * block.z, &threads_checked))
+      fail(ErrorKind::LaunchFailed, "HOST_GRID_TOO_LARGE",
+           "a grid of " + std::to_string(grid.x) + " x " + std::to_string(grid.y) + " x " + std::to_string(grid.z) +
+               " blocks of " + std::to_string(uint64_t(block.x) * block.y * block.z) +
+               " threads has more than 2**64 threads; launch fewer blocks");
     const uint64_t threads = blocks * block.x * block.y * block.z;
     const bool here = f->runs_inline(threads);
     // An inline launch the caller waits for, on an idle stream: run it here and now, on the
@@ -399,7 +410,7 @@ class HostDriver final : public Driver {
   void run_grid(HostFunction& f, Dim3 grid, Dim3 block, uint32_t shared_bytes, void* const* args, size_t nargs,
                 uint64_t blocks, bool inline_only, Fault& fault) {
     LaunchState state{&fault, &f.name};
-    auto body = [&](uint64_t begin, uint64_t end) {
+    auto chunk = [&](uint64_t begin, uint64_t end) {
       if (state.aborted.load(std::memory_order_relaxed)) return;
       std::vector<unsigned char> shared(shared_bytes);
       gompute_host_launch launch{};
@@ -415,6 +426,22 @@ class HostDriver final : public Driver {
       launch.trap = trap;
       launch.runtime = &state;
       f.entry(&launch);
+    };
+    // Nothing may leave a chunk: on a pool or stream thread an exception ended the process, and
+    // on the caller's it left the stream busy for good. A kernel that throws (a raw one's C++),
+    // or shared memory that cannot be had, is the launch's fault, as a trap is.
+    auto body = [&](uint64_t begin, uint64_t end) {
+      gompute_host_launch failed{};
+      failed.runtime = &state;
+      try {
+        chunk(begin, end);
+      } catch (const std::bad_alloc&) {
+        trap(&failed, ("out of memory (" + std::to_string(shared_bytes) + " bytes of shared memory a chunk)").c_str());
+      } catch (const std::exception& e) {
+        trap(&failed, (std::string("threw ") + e.what()).c_str());
+      } catch (...) {
+        trap(&failed, "threw an exception");
+      }
     };
     const uint64_t threads = blocks * block.x * block.y * block.z;
     if (!f.timing(threads)) return inline_only ? body(0, blocks) : pool_.run(blocks, body);

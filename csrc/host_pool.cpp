@@ -141,8 +141,8 @@ void TaskQueue::submit(Task task, bool may_run_inline) {
     busy_ = true;
     set_idle();
     lock.unlock();
+    InlineRun done{this};
     task();
-    finish_inline();
     return;
   }
   tasks_.push_back(std::move(task));

@@ -66,8 +66,8 @@ class TaskQueue {
       busy_ = true;
       idle_.store(false, std::memory_order_relaxed);
     }
+    InlineRun done{this};  // finished even if fn throws: a stream left busy hung every wait on it
     fn();
-    finish_inline();
     return true;
   }
   void drain();  // returns when every task submitted so far has run
@@ -76,6 +76,10 @@ class TaskQueue {
  private:
   void run_loop();
   void finish_inline();
+  struct InlineRun {
+    TaskQueue* queue;
+    ~InlineRun() { queue->finish_inline(); }
+  };
   void set_idle();  // under mu_: idle_ from tasks_ and busy_
 
   std::mutex mu_;

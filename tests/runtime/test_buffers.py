@@ -401,3 +401,27 @@ def test_zero_byte_pinned_memory(compute):
     pinned = compute.alloc_pinned(0)
     assert pinned.nbytes == 0
     assert np.asarray(pinned).size == 0
+
+
+def test_transfers_through_a_view_address_its_elements(host):
+    """upload/download/copy_from of a typed view wrote and read from the buffer's first byte."""
+    with host.alloc(32) as b:
+        b.upload(np.zeros(32, np.uint8))
+        v = b.view(g.u32, 4, offset=16)  # elements at bytes [16, 32)
+        v.upload(np.array([1, 2, 3, 4], np.uint32))
+        np.testing.assert_array_equal(np.frombuffer(bytes(memoryview(b)), np.uint32), [0, 0, 0, 0, 1, 2, 3, 4])
+        out = np.zeros(4, np.uint32)
+        v.download(out)
+        np.testing.assert_array_equal(out, [1, 2, 3, 4])
+        w = b.view(g.u32, 4, offset=0)
+        w.copy_from(v)
+        np.testing.assert_array_equal(np.asarray(w), [1, 2, 3, 4])
+        with pytest.raises(g.CopyFailed, match="overruns the 16-byte buffer"):
+            v.upload(np.zeros(5, np.uint32))
+
+
+def test_a_transfer_through_a_strided_view_is_refused(host):
+    with host.alloc(16) as b:
+        reversed_view = b.view(g.u32, 4, strides=-4, offset=12)
+        with pytest.raises(g.CopyFailed, match="not one run of bytes.*np.asarray"):
+            reversed_view.download(np.zeros(4, np.uint32))

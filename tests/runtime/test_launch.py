@@ -209,3 +209,38 @@ def test_argument_storage_is_copied_at_launch(compute, kernels):
             del args
         s.synchronize()
         assert (_download_u32(a) == 11).all() and (_download_u32(b) == 22).all()
+
+
+@pytest.mark.parametrize("symbol", ["fill_u32_gompute_arity", "abort", "memcpy"])
+def test_only_the_modules_own_kernels_are_kernels(host, host_image, symbol):
+    """dlsym found the arity constants (data) and, through the module's dependencies, libc's
+    functions; launching them crashed the interpreter."""
+    module = host.load_module(host_image)
+    with pytest.raises(g.KernelNotFound, match=f"no kernel named '{symbol}'"):
+        module.get_kernel(symbol)
+
+
+THROWER = """#include <gompute/host_abi.h>
+#include <stdexcept>
+GOMPUTE_HOST_KERNEL(thrower) { throw std::runtime_error("out of luck"); }
+"""
+
+
+@pytest.mark.parametrize("wait", [False, True], ids=["queued", "inline"])
+def test_a_kernel_that_throws_is_a_fault_and_the_stream_goes_on(wait):
+    """Thrown on a stream's thread it ended the process; inline, it left the stream busy for good."""
+    k = g.RawKernel(THROWER, "thrower", backend=g.Backend.host)
+    with pytest.raises(g.SyncFailed, match="thrower trapped: threw out of luck"):
+        k.kernel.launch(1, 1, 0, [], wait=wait)
+        k.compute.synchronize()
+    k.compute.synchronize()  # reported once; and nothing waits for ever
+
+
+def test_a_grid_of_more_than_two_to_the_64_threads_is_refused(host, host_image):
+    """The block count wrapped to 0 and the launch ran nothing."""
+    fill = host.load_module(host_image).get_kernel("fill_u32")
+    with host.alloc(16) as buf:
+        with pytest.raises(g.LaunchFailed, match="more than 2\\*\\*64 threads"):
+            fill.launch(
+                g.Dim3(2**22, 2**21, 2**21), 1, 0, [buf.arg_ptr(), g.interface.arg(g.u64(4)), g.interface.arg(g.u32(1))]
+            )
