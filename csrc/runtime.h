@@ -198,6 +198,9 @@ struct StreamState {
   bool destroyed = false;
   std::mutex mu;
   void destroy();       // idempotent
+  // The last handle gone: a stream dropped without deinit() kept its driver stream (on the
+  // host, a thread) until the process ended, and shutdown() could no longer reach it.
+  ~StreamState() { destroy(); }
 };
 
 class Stream {

@@ -274,3 +274,22 @@ def test_elapsed_ms_measures_the_work_between_two_events(compute, kernels):
         # The gate opened at least 50 ms after `start` completed, and `end` follows the gate.
         assert start.elapsed_ms(end) >= 45
         assert end.elapsed_ms(start) <= -45
+
+
+def test_a_stream_dropped_without_deinit_is_destroyed():
+    """Each kept its thread (on the host) until the process ended: 200 dropped streams, 200
+    threads more, and shutdown() did not reach them."""
+    with g.runtime.host.Compute.init() as c:
+        before = _os_threads()
+        for _ in range(50):
+            s = c.create_stream()
+            c.alloc(16).upload(np.zeros(16, np.uint8), stream=s)
+            del s
+        c.synchronize()
+        assert _os_threads() <= before + 2
+
+
+def _os_threads() -> int:
+    import os
+
+    return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 0
