@@ -119,7 +119,8 @@ void trap(const gompute_host_launch* launch, const char* message) {
 }
 
 // The exported function names of an ELF shared object (its .dynsym), skipping the
-// toolchain's own "_"-prefixed symbols. Every read is bounds-checked.
+// toolchain's own (_init, _fini, "__" and C++-mangled "_Z" ones; a kernel's name may begin with
+// one "_"). Every read is bounds-checked.
 std::vector<std::string> elf_function_names(const std::string& image) {
   std::vector<std::string> names;
   auto fits = [&](uint64_t off, uint64_t len) { return off <= image.size() && len <= image.size() - off; };
@@ -141,7 +142,8 @@ std::vector<std::string> elf_function_names(const std::string& image) {
       if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF || sym.st_name >= strtab.sh_size) continue;
       const char* name = image.data() + strtab.sh_offset + sym.st_name;
       std::string s(name, strnlen(name, strtab.sh_size - sym.st_name));
-      if (!s.empty() && s[0] != '_') names.push_back(s);
+      const bool toolchain = s == "_init" || s == "_fini" || s.rfind("__", 0) == 0 || s.rfind("_Z", 0) == 0;
+      if (!s.empty() && !toolchain) names.push_back(s);
     }
   }
   return names;

@@ -38,6 +38,11 @@ class Params:
         offset = max((f.offset + f.type.itemsize for f in fields), default=0)
         align = max((f.type.itemsize for f in fields), default=1)
         for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+            if any(f.name == name for f in fields):  # the struct would have two fields of the name
+                raise ArgumentError(
+                    f"{cls.__name__}.{name}: a field its Params base defines already; a Params subclass "
+                    "adds fields, it cannot redefine one (give it another name)"
+                )
             ftype = _field_type(cls, name, annotation)
             offset = _round_up(offset, ftype.itemsize)
             fields.append(Field(name, ftype, offset))

@@ -30,11 +30,13 @@ _C_CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
 def c_ident(name: str) -> str:
-    """A Python identifier as a C++ one that cannot clash with keywords or gompute's own names."""
-    if name.startswith("%"):  # a variable the frontend made
+    """A Python identifier as a C++ one that cannot clash with keywords, gompute's own names or
+    another identifier's: a name that could is prefixed `gompute_py_`, which no name left as it
+    is begins with (`float` and `float_` had both become `float_`)."""
+    if name.startswith("%"):  # a variable the frontend made ("%it1")
         return f"gompute_{name[1:]}"
     if name in C_KEYWORDS or name.startswith("gompute") or "__" in name or name.startswith("_"):
-        return f"{name}_"
+        return f"gompute_py_{name}"
     return name
 
 

@@ -185,3 +185,32 @@ def test_bf16_bits_round_once_to_nearest_even():
             f = np.nextafter(f, np.float32(np.inf if abs(float(f)) < abs(v) else 0) * np.sign(v), dtype=np.float32)
         b = int(np.array(f).view(np.uint32))
         assert _bf16_bits(v) == ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF, v
+
+
+class _Base(g.Params):
+    scale: g.f32
+
+
+def test_a_params_subclass_cannot_redefine_a_field():
+    """The struct had two fields of the name, and the compiler's failure read as a gompute bug."""
+    with pytest.raises(g.ArgumentError, match="scale: a field its Params base defines already"):
+
+        class Child(_Base):
+            scale: g.f64
+
+
+class _CNames(g.Params):
+    float: g.f32  # a C++ keyword: renamed in the generated struct
+    float_: g.f32  # and the name it used to be renamed to
+    gompute_x: g.i32
+
+
+@g.map_kernel
+def _reads_c_named_fields(x: g.f32, p: _CNames) -> g.f32:
+    return x * p.float + p.float_ + g.f32(p.gompute_x)
+
+
+def test_fields_named_like_c_keep_apart_in_the_generated_struct():
+    x = np.arange(4, dtype=np.float32)
+    got = g.map(_reads_c_named_fields)(x, float=2.0, float_=10.0, gompute_x=100)
+    np.testing.assert_array_equal(got, x * 2 + 110)
