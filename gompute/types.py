@@ -71,6 +71,11 @@ class ScalarType:
                 as_float = float(value)
             except (TypeError, ValueError):
                 raise ArgumentError(f"{value!r} is not a number; g.{self.name} needs a float") from None
+            except OverflowError:  # a Python int past f64's range
+                raise ArgumentError(
+                    f"an integer of {int(value).bit_length()} bits overflows g.{self.name} "
+                    f"(largest finite value {self.max_float():g})"
+                ) from None
             if math.isfinite(as_float) and abs(as_float) > self.max_float():
                 raise ArgumentError(f"{as_float!r} overflows g.{self.name} (largest finite value {self.max_float():g})")
             return as_float

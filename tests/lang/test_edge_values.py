@@ -214,3 +214,10 @@ def test_fields_named_like_c_keep_apart_in_the_generated_struct():
     x = np.arange(4, dtype=np.float32)
     got = g.map(_reads_c_named_fields)(x, float=2.0, float_=10.0, gompute_x=100)
     np.testing.assert_array_equal(got, x * 2 + 110)
+
+
+@pytest.mark.parametrize("t", [g.f16, g.bf16, g.f32, g.f64], ids=str)
+def test_an_integer_past_f64s_range_overflows_a_float_type_by_name(t):
+    """float() raised a bare OverflowError."""
+    with pytest.raises(g.ArgumentError, match=f"integer of 1329 bits overflows g.{t.name}"):
+        t(10**400)
