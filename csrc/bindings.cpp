@@ -218,9 +218,12 @@ void launch(Kernel& k, py::handle grid, py::handle block, uint32_t shared_bytes,
 }
 
 void check_stream_device(const Buffer& b, const Stream& s) {
-  if (s.context() != b.context())
-    raise(ErrorKind::ArgumentError, "the stream belongs to " + s.context()->describe() + ", the buffer to " +
-                                        b.context()->describe());
+  if (s.context() == b.context()) return;
+  if (!s.context()->alive() || !b.context()->alive())
+    raise(ErrorKind::InvalidHandle,
+          "the stream and the buffer are from either side of a g.runtime.shutdown(); make the old one again");
+  raise(ErrorKind::ArgumentError,
+        "the stream belongs to " + s.context()->describe() + ", the buffer to " + b.context()->describe());
 }
 
 // A device handle as Python sees it: the shared context of one device.

@@ -55,9 +55,12 @@ void noexcept_call(const std::string& what, Fn&& fn) noexcept {
 }
 
 void check_same_context(const Context& a, const Context& b, const char* what) {
-  if (&a != &b)
-    raise(ErrorKind::ArgumentError,
-          std::string(what) + " belongs to " + b.describe() + ", but the operation runs on " + a.describe());
+  if (&a == &b) return;
+  if (!a.alive() || !b.alive())  // "host:0, but ... host:0": one of them is from before a shutdown()
+    raise(ErrorKind::InvalidHandle, std::string(what) + " and this operation are from either side of a "
+                                                        "g.runtime.shutdown(); make the old one again on the new runtime");
+  raise(ErrorKind::ArgumentError,
+        std::string(what) + " belongs to " + b.describe() + ", but the operation runs on " + a.describe());
 }
 
 StreamHandle stream_handle(Stream* stream, const Context& ctx) {
@@ -546,6 +549,7 @@ Arg::Arg(const Buffer& buffer) : alloc_(buffer.allocation()) {
 void Kernel::launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vector<const Arg*>& args,
                     Stream* stream, bool wait) {
   if (!module_) raise(ErrorKind::InvalidHandle, "this Kernel was deinit()ed; get it again with module.get_kernel");
+  module_->ctx->enter();  // InvalidHandle for a kernel from before a shutdown(), before its arguments are checked
   const Context& ctx = *module_->ctx;
   // Inline storage for the usual handful of arguments: no allocation on the launch path.
   SmallVector<void*> pointers(args.size());
@@ -555,6 +559,9 @@ void Kernel::launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vec
     pointers[i] = const_cast<char*>(args[i]->bytes().data());
     sizes[i] = args[i]->bytes().size();
     if (const auto& alloc = args[i]->allocation()) {
+      if (alloc->ctx.get() != &ctx && !alloc->ctx->alive())
+        raise(ErrorKind::InvalidHandle, "argument " + std::to_string(i) + " of " + name_ +
+                                            " is a buffer from before g.runtime.shutdown(); allocate it again");
       if (alloc->ctx.get() != &ctx)
         raise(ErrorKind::LaunchFailed, "argument " + std::to_string(i) + " of " + name_ + " is a buffer on " +
                                            alloc->ctx->describe() + ", but the kernel runs on " + ctx.describe());

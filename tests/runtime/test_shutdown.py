@@ -94,10 +94,16 @@ def test_old_handles_raise_after_shutdown_and_a_new_init_works(host_module_path,
     assert g.runtime.stats()["modules_loaded"] == loaded + 1, "the module is loaded anew"
     with g.runtime.dynamic.Compute.init(g.Backend.host) as again:
         scale_relu_works(again)
+    # Old handles beside new ones: InvalidHandle too (they read "host:0, but ... host:0")
+    new_kernel = fresh.load_module(IMAGE).get_kernel("fill_u32")
+    new_buf = fresh.alloc(64)
+    expect(g.InvalidHandle, lambda: new_kernel.launch(1, 16, 0, args), "a new kernel with an old buffer")
+    new_args = [new_buf.arg_ptr(), g.interface.arg(g.u64(16)), g.interface.arg(g.u32(1))]
+    expect(g.InvalidHandle, lambda: kernel.launch(1, 16, 0, new_args), "an old kernel with a new buffer")
     print("ok reinit")
     """
     out = _run(host_module_path, body).stdout
-    assert out.count("ok ") == 15
+    assert out.count("ok ") == 17
     assert "InvalidHandle: this handle belongs to the host:0 runtime, which was shut down" in out
     assert "ok reinit" in out
 
