@@ -22,6 +22,7 @@ from .interop import asbuffer, describe, is_jax, library_of, stream_handle
 from .lang.kernel import MapKernel
 from .lang.module import pack_strides
 from .runtime import _compute
+from .runtime.dynamic import _check_backend
 from .types import u64
 
 _MAX_DIMS = 8
@@ -33,6 +34,11 @@ class Kernel:
     def __init__(self, kernel: MapKernel, backend: Backend, ordinal: int = 0):
         if not isinstance(kernel, MapKernel):
             raise ArgumentError(f"g.Kernel needs a @g.map_kernel function, got {kernel!r}")
+        backend = _check_backend(backend)  # a Backend or its name ("host"); None was an AttributeError
+        if backend is Backend.cpu:
+            raise ArgumentError(
+                "g.Kernel runs on a device, and Backend.cpu is the arm with none; use Backend.host for the CPU"
+            )
         self.kernel = kernel
         self.compute = _compute.Compute._open(backend, ordinal)
         self._arch = _target_arch(self.compute)

@@ -396,3 +396,13 @@ def test_cuda_targets_a_cubin_or_the_newest_ptx_nvrtc_knows(monkeypatch):
     assert K._target_arch(FakeCompute(newest + 1)) == f"compute_{newest}"  # a device newer than NVRTC
     with pytest.raises(g.CompileError, match="cannot compile"):
         K._target_arch(FakeCompute(min(supported) - 1))
+
+
+def test_g_kernel_takes_a_backend_or_its_name_and_refuses_others():
+    """None raised AttributeError and Backend.cpu KeyError."""
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(g.Kernel(scale_relu, "host")(x, scale=2.0), expected_scale_relu(x, 2.0))
+    with pytest.raises(g.ArgumentError, match="unknown backend None"):
+        g.Kernel(scale_relu, None)
+    with pytest.raises(g.ArgumentError, match="use Backend.host for the CPU"):
+        g.Kernel(scale_relu, g.Backend.cpu)
