@@ -549,7 +549,6 @@ Arg::Arg(const Buffer& buffer) : alloc_(buffer.allocation()) {
 void Kernel::launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vector<const Arg*>& args,
                     Stream* stream, bool wait) {
   if (!module_) raise(ErrorKind::InvalidHandle, "this Kernel was deinit()ed; get it again with module.get_kernel");
-  module_->ctx->enter();  // InvalidHandle for a kernel from before a shutdown(), before its arguments are checked
   const Context& ctx = *module_->ctx;
   // Inline storage for the usual handful of arguments: no allocation on the launch path.
   SmallVector<void*> pointers(args.size());
@@ -559,12 +558,14 @@ void Kernel::launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, const std::vec
     pointers[i] = const_cast<char*>(args[i]->bytes().data());
     sizes[i] = args[i]->bytes().size();
     if (const auto& alloc = args[i]->allocation()) {
-      if (alloc->ctx.get() != &ctx && !alloc->ctx->alive())
-        raise(ErrorKind::InvalidHandle, "argument " + std::to_string(i) + " of " + name_ +
-                                            " is a buffer from before g.runtime.shutdown(); allocate it again");
-      if (alloc->ctx.get() != &ctx)
+      if (alloc->ctx.get() != &ctx) {
+        if (!ctx.alive() || !alloc->ctx->alive())  // not "host:0, but the kernel runs on host:0"
+          raise(ErrorKind::InvalidHandle, "argument " + std::to_string(i) + " of " + name_ +
+                                              " and the kernel are from either side of a g.runtime.shutdown(); "
+                                              "make the old one again on the new runtime");
         raise(ErrorKind::LaunchFailed, "argument " + std::to_string(i) + " of " + name_ + " is a buffer on " +
                                            alloc->ctx->describe() + ", but the kernel runs on " + ctx.describe());
+      }
       allocations.push_back(alloc);
     }
   }
