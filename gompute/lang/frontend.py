@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import builtins as _py
 
+from .. import types as T
 from ..abi import Params
 from ..types import ScalarType
 from . import ir
@@ -260,8 +261,11 @@ class Translator(ExprLowering):
         target = self._target(node.target)
         self.counters += 1
         counter = f"%it{self.counters}"  # "%": a name no Python variable can have
-        # range() yields Python ints, whatever its arguments' types: the loop variable is weak.
-        bind = self.assign(target, ir.Cast(ir.Var(counter, t), WEAK_INT), node)
+        # range() yields Python ints, whatever its arguments' types: the loop variable is weak,
+        # but for a u64 range a u64, whose values past 2**63 a weak int (held in 64 signed bits)
+        # would wrap negative.
+        held = T.u64 if concrete(t) is T.u64 else WEAK_INT
+        bind = self.assign(target, ir.Cast(ir.Var(counter, t), held), node)
         return [
             ir.For(
                 target,
