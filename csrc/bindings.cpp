@@ -9,6 +9,7 @@
 #include "array_view.h"
 #include "dispatch.h"
 #include "interop.h"
+#include "pyargs.h"
 #include "pyglue.h"
 #include "runtime.h"
 
@@ -77,13 +78,38 @@ PyObject* fast_map_call(PyObject* self, PyObject* args, PyObject* kwargs) {
   }
 }
 
+// pybind11 reports an exception from a buffer function as BufferError("Error getting buffer"),
+// with ours as its cause; Buffer's buffer slot raises ours instead (memoryview of a freed
+// Buffer is BufferFreed, saying so).
+getbufferproc pybind11_getbuffer = nullptr;
+
+py::handle gompute_error() {
+  static py::object* const type = new py::object(py::module_::import("gompute.errors").attr("GomputeError"));
+  return *type;  // kept for the process
+}
+
+int buffer_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
+  if (pybind11_getbuffer(obj, view, flags) == 0) return 0;
+  py::error_already_set failure;
+  py::object cause = py::reinterpret_steal<py::object>(PyException_GetCause(failure.value().ptr()));
+  if (cause && PyObject_IsInstance(cause.ptr(), gompute_error().ptr()) == 1) {
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(cause.ptr())), cause.ptr());
+  } else {
+    failure.restore();
+  }
+  return -1;
+}
+
 // A contiguous view of a host object's memory, through the buffer protocol.
 struct HostView {
   Py_buffer view{};
   HostView(py::handle obj, bool writable, const char* role) {
-    std::string what = std::string("the ") + role + " (" + std::string(py::str(py::type::handle_of(obj).attr("__name__"))) + ")";
+    std::string what = std::string("the ") + role + " (" + type_name(obj) + ")";
+    if (py::isinstance<Buffer>(obj) && obj.cast<const Buffer&>().context()->kind() != BackendKind::host)
+      raise(ErrorKind::ArgumentError, what + " is device memory; copy between Buffers with copy_from");
     if (PyObject_GetBuffer(obj.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) {
-      PyErr_Clear();
+      py::error_already_set failure;
+      if (failure.matches(gompute_error())) throw failure;
       raise(ErrorKind::ArgumentError,
             what + (PyObject_CheckBuffer(obj.ptr())
                         ? " is not C-contiguous; pass np.ascontiguousarray(x)"
@@ -141,21 +167,25 @@ size_t in_span(const Span& span, size_t offset, size_t n, const char* what) {
   return span.base + offset;
 }
 
-void upload(Buffer& b, py::handle src, std::optional<size_t> nbytes, size_t offset, Stream* stream) {
+void upload(Buffer& b, py::handle src, py::handle nbytes, py::handle offset, py::handle stream_obj) {
+  const size_t off = count_arg(offset, "upload: offset");
+  Stream* stream = stream_arg(stream_obj, "upload: stream");
   const Span span = transfer_span(b, "upload");
   auto view = std::make_shared<HostView>(src, false, "upload source");
-  size_t n = transfer_size(*view, nbytes, "upload");
-  const size_t at = in_span(span, offset, n, "upload");
+  size_t n = transfer_size(*view, optional_count_arg(nbytes, "upload: nbytes"), "upload");
+  const size_t at = in_span(span, off, n, "upload");
   KeepAlive held = stream ? keep(view) : nullptr;
   py::gil_scoped_release release;
   b.upload(view->data(), n, at, stream, held);
 }
 
-void download(Buffer& b, py::handle dst, std::optional<size_t> nbytes, size_t offset, Stream* stream) {
+void download(Buffer& b, py::handle dst, py::handle nbytes, py::handle offset, py::handle stream_obj) {
+  const size_t off = count_arg(offset, "download: offset");
+  Stream* stream = stream_arg(stream_obj, "download: stream");
   const Span span = transfer_span(b, "download");
   auto view = std::make_shared<HostView>(dst, true, "download destination");
-  size_t n = transfer_size(*view, nbytes, "download");
-  const size_t at = in_span(span, offset, n, "download");
+  size_t n = transfer_size(*view, optional_count_arg(nbytes, "download: nbytes"), "download");
+  const size_t at = in_span(span, off, n, "download");
   KeepAlive held = stream ? keep(view) : nullptr;
   py::gil_scoped_release release;
   b.download(view->data(), n, at, stream, held);
@@ -168,22 +198,19 @@ py::object backend_enum(BackendKind kind) {
 }
 
 uint32_t dim_value(py::handle v, const char* axis) {
-  if (!py::isinstance<py::int_>(v)) raise(ErrorKind::ArgumentError, std::string("Dim3.") + axis + " must be an int");
-  long long n = v.cast<long long>();
-  if (n < 1 || n > 0x7fffffffLL)
-    raise(ErrorKind::ArgumentError, std::string("Dim3.") + axis + " must be between 1 and 2**31 - 1, got " + std::to_string(n));
-  return uint32_t(n);
+  return uint32_t(ranged_arg(v, std::string("Dim3.") + axis, 1, 0x7fffffff));
 }
 
 // A g.Dim3, an int, or a tuple of up to three ints.
 Dim3 to_dim3(py::handle obj) {
   Dim3 d;
-  if (py::isinstance<py::int_>(obj)) {
+  if (PyIndex_Check(obj.ptr())) {
     d.x = dim_value(obj, "x");
   } else if (py::hasattr(obj, "x") && py::hasattr(obj, "y") && py::hasattr(obj, "z")) {
     d = {dim_value(obj.attr("x"), "x"), dim_value(obj.attr("y"), "y"), dim_value(obj.attr("z"), "z")};
-  } else if (py::isinstance<py::tuple>(obj) && py::len(obj) >= 1 && py::len(obj) <= 3) {
-    auto t = obj.cast<py::tuple>();
+  } else if ((py::isinstance<py::tuple>(obj) || py::isinstance<py::list>(obj)) && py::len(obj) >= 1 &&
+             py::len(obj) <= 3) {
+    auto t = py::reinterpret_borrow<py::sequence>(obj);
     uint32_t* axes[] = {&d.x, &d.y, &d.z};
     const char* names[] = {"x", "y", "z"};
     for (size_t i = 0; i < t.size(); ++i) *axes[i] = dim_value(t[i], names[i]);
@@ -193,7 +220,12 @@ Dim3 to_dim3(py::handle obj) {
   return d;
 }
 
-std::vector<const Arg*> to_args(const py::sequence& args) {
+std::vector<const Arg*> to_args(py::handle args_obj) {
+  if (py::isinstance<Arg>(args_obj)) raise(ErrorKind::ArgumentError, "launch: args is a list of arguments; pass [arg]");
+  if (!py::isinstance<py::tuple>(args_obj) && !py::isinstance<py::list>(args_obj))
+    raise(ErrorKind::ArgumentError, "launch: args must be a list or tuple of kernel arguments (buffer.arg_ptr(), "
+                                    "g.interface.arg(g.u64(n)), ...), got " + type_name(args_obj));
+  auto args = py::reinterpret_borrow<py::sequence>(args_obj);
   std::vector<const Arg*> out;
   out.reserve(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
@@ -209,9 +241,11 @@ std::vector<const Arg*> to_args(const py::sequence& args) {
   return out;
 }
 
-void launch(Kernel& k, py::handle grid, py::handle block, uint32_t shared_bytes, py::sequence args, Stream* stream,
-            bool wait) {
+void launch(Kernel& k, py::handle grid, py::handle block, py::handle shared_bytes_obj, py::handle args,
+            py::handle stream_obj, bool wait) {
   Dim3 g = to_dim3(grid), b = to_dim3(block);
+  const auto shared_bytes = uint32_t(count_arg(shared_bytes_obj, "launch: shared_bytes", UINT32_MAX));
+  Stream* stream = stream_arg(stream_obj, "launch: stream");
   std::vector<const Arg*> list = to_args(args);
   py::gil_scoped_release release;
   k.launch(g, b, shared_bytes, list, stream, wait);
@@ -335,28 +369,41 @@ PYBIND11_MODULE(_core, m) {
       .def("device_addr", &Buffer::device_addr, "The raw device pointer, for kernels that take it as a scalar.")
       .def("arg_ptr", [](const Buffer& b) { return Arg(b); }, "The buffer as a kernel argument.")
       .def("_device", [](const Buffer& b) { return Device{b.context()}; })
-      .def("view_bytes", &Buffer::slice, py::arg("offset"), py::arg("nbytes"),
+      .def(
+          "view_bytes",
+          [](const Buffer& b, py::handle offset, py::handle nbytes) {
+            return b.slice(count_arg(offset, "view_bytes: offset"), count_arg(nbytes, "view_bytes: nbytes"));
+          },
+          py::arg("offset"), py::arg("nbytes"),
            "nbytes of this buffer from offset, untyped, sharing its memory (and its read-only flag and stream).")
       .def("upload", upload, py::arg("src"), py::arg("nbytes") = py::none(), py::arg("offset") = 0,
-           py::arg("stream") = nullptr, "Host -> device: nbytes (default: all of src) at offset.")
+           py::arg("stream") = py::none(), "Host -> device: nbytes (default: all of src) at offset.")
       .def(
           "upload_at",
-          [](Buffer& b, py::handle src, size_t offset, std::optional<size_t> nbytes, Stream* stream) {
+          [](Buffer& b, py::handle src, py::handle offset, py::handle nbytes, py::handle stream) {
             upload(b, src, nbytes, offset, stream);
           },
-          py::arg("src"), py::arg("offset"), py::arg("nbytes") = py::none(), py::arg("stream") = nullptr)
+          py::arg("src"), py::arg("offset"), py::arg("nbytes") = py::none(), py::arg("stream") = py::none())
       .def("download", download, py::arg("dst"), py::arg("nbytes") = py::none(), py::arg("offset") = 0,
-           py::arg("stream") = nullptr, "Device -> host: nbytes (default: all of dst) from offset.")
+           py::arg("stream") = py::none(), "Device -> host: nbytes (default: all of dst) from offset.")
       .def(
           "download_at",
-          [](Buffer& b, py::handle dst, size_t offset, std::optional<size_t> nbytes, Stream* stream) {
+          [](Buffer& b, py::handle dst, py::handle offset, py::handle nbytes, py::handle stream) {
             download(b, dst, nbytes, offset, stream);
           },
-          py::arg("dst"), py::arg("offset"), py::arg("nbytes") = py::none(), py::arg("stream") = nullptr)
+          py::arg("dst"), py::arg("offset"), py::arg("nbytes") = py::none(), py::arg("stream") = py::none())
       .def(
           "copy_from",
-          [](Buffer& b, const Buffer& src, size_t src_offset, size_t dst_offset, std::optional<size_t> nbytes,
-             Stream* stream) {
+          [](Buffer& b, py::handle src_obj, py::handle src_offset_obj, py::handle dst_offset_obj,
+             py::handle nbytes_obj, py::handle stream_obj) {
+            if (!py::isinstance<Buffer>(src_obj))
+              raise(ErrorKind::ArgumentError, "copy_from copies from another gompute Buffer, got " + type_name(src_obj) +
+                                                  "; for host memory use upload");
+            const Buffer& src = src_obj.cast<const Buffer&>();
+            const size_t src_offset = count_arg(src_offset_obj, "copy_from: src_offset");
+            const size_t dst_offset = count_arg(dst_offset_obj, "copy_from: dst_offset");
+            const std::optional<size_t> nbytes = optional_count_arg(nbytes_obj, "copy_from: nbytes");
+            Stream* stream = stream_arg(stream_obj, "copy_from: stream");
             const Span from = transfer_span(src, "copy_from (source)"), to = transfer_span(b, "copy_from");
             size_t n = nbytes.value_or(src_offset <= from.size ? from.size - src_offset : 0);
             const size_t src_at = in_span(from, src_offset, n, "copy_from (source)");
@@ -365,7 +412,7 @@ PYBIND11_MODULE(_core, m) {
             b.copy_from(src, src_at, dst_at, n, stream);
           },
           py::arg("src"), py::arg("src_offset") = 0, py::arg("dst_offset") = 0, py::arg("nbytes") = py::none(),
-          py::arg("stream") = nullptr)
+          py::arg("stream") = py::none())
       .def("view", view, py::arg("dtype"), py::arg("shape"), py::arg("strides") = py::none(), py::arg("offset") = 0,
            "The same memory as a typed array: strides in bytes (default C-contiguous), offset of element 0.")
       .def_property_readonly("typed", &Buffer::typed)
@@ -381,7 +428,8 @@ PYBIND11_MODULE(_core, m) {
       .def("data_addr", &Buffer::data_addr, "The device address of element 0.")
       .def_property(
           "stream", [](const Buffer& b) { return b.stream() ? py::cast(*b.stream()) : py::none(); },
-          [](Buffer& b, std::optional<Stream> s) {
+          [](Buffer& b, py::handle stream) {
+            Stream* s = stream_arg(stream, "Buffer.stream");
             if (s) check_stream_device(b, *s);
             b.set_stream(s ? std::make_shared<Stream>(*s) : nullptr);
           },
@@ -398,7 +446,10 @@ PYBIND11_MODULE(_core, m) {
         return "<Buffer " + std::to_string(b.nbytes()) + " bytes on " + b.context()->describe() +
                (b.freed() ? ", freed>" : ">");
       });
-  set_fast_path_buffer_type(reinterpret_cast<PyTypeObject*>(m.attr("Buffer").ptr()));  // the module keeps it
+  auto* buffer_type = reinterpret_cast<PyTypeObject*>(m.attr("Buffer").ptr());  // the module keeps it
+  set_fast_path_buffer_type(buffer_type);
+  pybind11_getbuffer = buffer_type->tp_as_buffer->bf_getbuffer;
+  buffer_type->tp_as_buffer->bf_getbuffer = buffer_getbuffer;
 
   py::class_<PinnedMemory>(m, "PinnedMemory", py::buffer_protocol(), "Page-locked host memory.")
       .def_property_readonly("nbytes", &PinnedMemory::nbytes)
@@ -433,12 +484,33 @@ PYBIND11_MODULE(_core, m) {
       });
 
   py::class_<Event>(m, "Event", "A marker in a stream, for ordering and timing.")
-      .def("record", &Event::record, py::arg("stream") = nullptr, py::call_guard<py::gil_scoped_release>())
-      .def("wait", &Event::wait, py::arg("stream") = nullptr, py::call_guard<py::gil_scoped_release>(),
-           "Makes `stream` wait for this event without blocking the host.")
+      .def(
+          "record",
+          [](Event& e, py::handle stream) {
+            Stream* s = stream_arg(stream, "Event.record: stream");
+            py::gil_scoped_release release;
+            e.record(s);
+          },
+          py::arg("stream") = py::none())
+      .def(
+          "wait",
+          [](Event& e, py::handle stream) {
+            Stream* s = stream_arg(stream, "Event.wait: stream");
+            py::gil_scoped_release release;
+            e.wait(s);
+          },
+          py::arg("stream") = py::none(), "Makes `stream` wait for this event without blocking the host.")
       .def("synchronize", &Event::synchronize, py::call_guard<py::gil_scoped_release>())
       .def("query", &Event::query)
-      .def("elapsed_ms", &Event::elapsed_ms, py::arg("end"));
+      .def(
+          "elapsed_ms",
+          [](const Event& start, py::handle end) {
+            if (!py::isinstance<Event>(end))
+              raise(ErrorKind::ArgumentError, "elapsed_ms(end) takes the Event recorded after this one, got " +
+                                                  type_name(end));
+            return start.elapsed_ms(end.cast<const Event&>());
+          },
+          py::arg("end"));
 
   py::class_<Module>(m, "Module", "A loaded image; shared by every handle that loaded the same bytes.")
       .def("get_kernel", &Module::get_kernel, py::arg("symbol"))
@@ -457,13 +529,15 @@ PYBIND11_MODULE(_core, m) {
         return k.arity() < 0 ? py::none() : py::object(py::int_(k.arity()));
       })
       .def("launch", launch, py::arg("grid"), py::arg("block"), py::arg("shared_bytes"), py::arg("args"),
-           py::arg("stream") = nullptr, py::arg("wait") = false,
+           py::arg("stream") = py::none(), py::arg("wait") = false,
            "Queues a launch (on the default stream unless `stream` is given). With wait=True it returns once\n"
            "the kernel has run, raising SyncFailed for a fault.")
       .def(
           "launch_on_stream",
-          [](Kernel& k, py::handle grid, py::handle block, uint32_t shared_bytes, py::sequence args, Stream& stream) {
-            launch(k, grid, block, shared_bytes, args, &stream, false);
+          [](Kernel& k, py::handle grid, py::handle block, py::handle shared_bytes, py::handle args, py::handle stream) {
+            if (stream.is_none())
+              raise(ErrorKind::ArgumentError, "launch_on_stream needs a Stream; for the default stream use launch");
+            launch(k, grid, block, shared_bytes, args, stream, false);
           },
           py::arg("grid"), py::arg("block"), py::arg("shared_bytes"), py::arg("args"), py::arg("stream"));
   py::class_<Device>(m, "Device")
@@ -478,16 +552,16 @@ PYBIND11_MODULE(_core, m) {
       .def("describe", [](const Device& d) { return d.ctx->describe(); })
       .def("same_context", [](const Device& a, const Device& b) { return a.ctx == b.ctx; })
       .def("alloc",
-           [](const Device& d, long long nbytes) {
-             if (nbytes < 0) raise(ErrorKind::AllocFailed, "cannot allocate a negative number of bytes");
+           [](const Device& d, py::handle nbytes_obj) {
+             const size_t nbytes = count_arg(nbytes_obj, "alloc: nbytes");
              py::gil_scoped_release release;
-             return Buffer(d.ctx, size_t(nbytes));
+             return Buffer(d.ctx, nbytes);
            })
       .def("alloc_pinned",
-           [](const Device& d, long long nbytes) {
-             if (nbytes < 0) raise(ErrorKind::AllocFailed, "cannot allocate a negative number of bytes");
+           [](const Device& d, py::handle nbytes_obj) {
+             const size_t nbytes = count_arg(nbytes_obj, "alloc_pinned: nbytes");
              py::gil_scoped_release release;
-             return std::make_unique<PinnedMemory>(d.ctx, size_t(nbytes));
+             return std::make_unique<PinnedMemory>(d.ctx, nbytes);
            })
       .def("load_module",
            [](const Device& d, py::bytes image) {

@@ -192,7 +192,10 @@ class HostDriver final : public Driver {
   void set_current(ContextHandle, int) override {}
 
   DevicePtr mem_alloc(size_t nbytes) override {
-    void* p = std::aligned_alloc(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
+    // Rounded up to whole alignment units, which must not wrap past 2**64 to a small size.
+    void* p = nbytes <= SIZE_MAX - kAlignment
+                  ? std::aligned_alloc(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment)
+                  : nullptr;
     if (!p) fail(ErrorKind::AllocFailed, "ENOMEM", "out of host memory allocating " + std::to_string(nbytes) + " bytes");
     return reinterpret_cast<DevicePtr>(p);
   }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "dlpack.h"
+#include "pyargs.h"
 #include "pyglue.h"
 
 namespace py = pybind11;
@@ -222,12 +223,12 @@ py::object dtype_of_layout(const Layout& l) {
   return (*from_dlpack)(l.code, l.bits);
 }
 
-Buffer view(const Buffer& b, py::handle dtype, py::handle shape, py::handle strides, int64_t offset) {
+Buffer view(const Buffer& b, py::handle dtype, py::handle shape, py::handle strides, py::handle offset) {
   py::object t = py::module_::import("gompute.types").attr("resolve")(dtype);
   Layout l;
   l.code = t.attr("dlpack_code").cast<uint8_t>();
   l.bits = t.attr("bits").cast<uint8_t>();
-  l.shape = py::isinstance<py::int_>(shape) ? std::vector<int64_t>{shape.cast<int64_t>()} : shape.cast<std::vector<int64_t>>();
+  l.shape = ints_arg(shape, "view: shape");
   if (strides.is_none()) {
     l.strides.resize(l.shape.size());
     int64_t running = int64_t(l.itemsize());
@@ -236,10 +237,9 @@ Buffer view(const Buffer& b, py::handle dtype, py::handle shape, py::handle stri
       running *= l.shape[i];
     }
   } else {
-    l.strides = py::isinstance<py::int_>(strides) ? std::vector<int64_t>{strides.cast<int64_t>()}
-                                                  : strides.cast<std::vector<int64_t>>();
+    l.strides = ints_arg(strides, "view: strides");
   }
-  l.origin = offset;
+  l.origin = int64_arg(offset, "view: offset");
   return b.view(std::move(l));
 }
 

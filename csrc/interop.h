@@ -12,7 +12,8 @@ namespace gompute {
 pybind11::object dtype_of_layout(const Layout& layout);
 
 // Buffer.view(dtype, shape, strides=None, offset=0): strides in bytes, default C order.
-Buffer view(const Buffer& b, pybind11::handle dtype, pybind11::handle shape, pybind11::handle strides, int64_t offset);
+Buffer view(const Buffer& b, pybind11::handle dtype, pybind11::handle shape, pybind11::handle strides,
+            pybind11::handle offset);
 
 // CUDA Array Interface v3 (CUDA buffers) and NumPy's array interface (host buffers);
 // AttributeError on other backends, so hasattr() tells.

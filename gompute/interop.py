@@ -261,7 +261,10 @@ def stream_handle(stream) -> int:
         handle = getattr(stream, attr, None)
         if isinstance(handle, int):
             return handle
-    raise ArgumentError(f"cannot use a {type(stream).__name__} as a stream")
+    raise ArgumentError(
+        f"cannot use a {type(stream).__name__} as a stream; pass a gompute Stream, a torch or CuPy stream, "
+        "anything with __cuda_stream__, or an int handle"
+    )
 
 
 def _as_stream(buffer: _core.Buffer, stream, handle: int) -> _core.Stream:

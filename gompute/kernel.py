@@ -280,6 +280,9 @@ class _Call:
     def _launch_stream(self, bound: Kernel, buffers, wanted: int | None) -> _core.Stream | None:
         """The stream to launch on, ordered after every stream the arrays' data is on."""
         if bound.backend is Backend.host:
+            given = self._host_stream()
+            if given is not None:
+                given.synchronize()  # the launch comes after the stream's work
             for buffer in buffers:  # the host launch runs now: what it reads must be ready
                 if buffer.stream is not None:
                     buffer.stream.synchronize()
@@ -295,6 +298,21 @@ class _Call:
                     ready.record(buffer.stream)
                     ready.wait(stream)
         return stream
+
+    def _host_stream(self) -> _core.Stream | None:
+        """`stream=` of a host launch, if a host Stream; the host backend has no foreign
+        stream handles (0 or 1, a default stream's, mean the default stream)."""
+        stream = self.stream
+        if isinstance(stream, _core.Stream):
+            if stream.backend is not Backend.host:
+                raise ArgumentError(f"stream= is a {stream.backend} stream, but the arrays are host memory")
+            return stream
+        if stream is not None and self._wanted_stream() != 1:
+            raise ArgumentError(
+                f"stream={stream!r} names a foreign stream, and the host backend has none; "
+                "pass a host Stream (compute.create_stream()) or leave stream= out"
+            )
+        return None
 
     def _launch(self, bound: Kernel, inputs, out, shape, packed, stream) -> None:
         storage = tuple(b.dtype for b in inputs)

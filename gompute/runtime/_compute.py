@@ -7,6 +7,7 @@ backend. All of them share this class, so the method names are the same everywhe
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 from .. import _core
@@ -51,6 +52,8 @@ class Compute:
     def _open(cls, backend: Backend, ordinal: int) -> Compute:
         if not isinstance(ordinal, int) or isinstance(ordinal, bool):
             raise ArgumentError(f"a device ordinal is an int, got {ordinal!r}")
+        if not -(2**31) <= ordinal < 2**31:
+            raise ArgumentError(f"device ordinal {ordinal} is out of range")
         return cls(backend, _core.Device(backend.kind, ordinal))
 
     # -- what it is ---------------------------------------------------------------
@@ -81,13 +84,13 @@ class Compute:
 
     def empty(self, shape, dtype) -> _core.Buffer:
         """A new C-contiguous typed Buffer (uninitialized), e.g. `empty((3, 4), g.f32)`."""
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = (shape,) if hasattr(shape, "__index__") else tuple(shape)
         itemsize = resolve(dtype).itemsize
         count = 1
         for extent in shape:
-            if not isinstance(extent, int) or extent < 0:
+            if isinstance(extent, bool) or not hasattr(extent, "__index__") or extent < 0:
                 raise ArgumentError(f"a shape is non-negative ints, got {shape!r}")
-            count *= extent
+            count *= operator.index(extent)
         return self.alloc(count * itemsize).view(dtype, shape)
 
     def alloc_pinned(self, nbytes: int) -> _core.PinnedMemory:
@@ -150,8 +153,12 @@ class Compute:
 
 
 def _nbytes(nbytes) -> int:
-    if isinstance(nbytes, bool) or not isinstance(nbytes, int):
+    if isinstance(nbytes, bool):
         raise ArgumentError(f"a size in bytes is an int, got {nbytes!r}")
+    try:
+        nbytes = operator.index(nbytes)
+    except TypeError:
+        raise ArgumentError(f"a size in bytes is an int, got {nbytes!r}") from None
     if nbytes < 0:
         raise AllocFailed(f"cannot allocate {nbytes} bytes")
     return nbytes

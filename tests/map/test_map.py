@@ -374,6 +374,42 @@ def test_buffers_with_pending_stream_work_are_read_after_it():
         np.testing.assert_array_equal(np.asarray(y), expected_scale_relu(x[::2], 2))
 
 
+def test_a_host_map_on_a_given_stream_runs_after_that_streams_work():
+    """stream= on the host: the map (which runs at once) waits for what the stream holds."""
+    with g.runtime.host.Compute.init() as c:
+        stream = c.create_stream()
+        x = np.arange(1 << 20, dtype=np.float32) - 30000
+        buf = c.empty(x.shape, g.f32)
+        buf.upload(x, stream=stream)  # asynchronous; the buffer is not told which stream
+        y = g.map(scale_relu)(buf, scale=2, stream=stream)
+        np.testing.assert_array_equal(np.asarray(y), expected_scale_relu(x, 2))
+
+
+@pytest.mark.parametrize("stream", [5, -1])
+def test_a_foreign_stream_handle_on_the_host_is_refused(stream):
+    x = np.ones(4, np.float32)
+    with pytest.raises(g.ArgumentError, match="host backend has none; pass a host Stream"):
+        g.map(scale_relu)(x, scale=2, stream=stream)
+    with pytest.raises(g.ArgumentError, match="host backend has none"):
+        g.run(scale_relu, x, scale=2, stream=stream)
+    np.testing.assert_array_equal(x, 1)  # nothing ran
+
+
+@pytest.mark.parametrize("stream", [0, 1])
+def test_a_default_stream_handle_on_the_host_is_the_default_stream(stream):
+    x = np.ones(4, np.float32)
+    np.testing.assert_array_equal(g.map(scale_relu)(x, scale=2, stream=stream), 2)
+
+
+def test_a_gpu_stream_for_host_arrays_is_refused(monkeypatch):
+    class NotAHostStream:
+        def __cuda_stream__(self):
+            return (0, 12345)
+
+    with pytest.raises(g.ArgumentError, match="host backend has none"):
+        g.map(scale_relu)(np.ones(4, np.float32), scale=2, stream=NotAHostStream())
+
+
 def test_cuda_targets_a_cubin_or_the_newest_ptx_nvrtc_knows(monkeypatch):
     from gompute import kernel as K
     from gompute.compile import nvrtc
