@@ -495,7 +495,7 @@ void Stream::synchronize() { state_->ctx->drv().stream_synchronize(handle()); }
 
 void Stream::deinit() { state_->destroy(); }
 
-Event::Event(std::shared_ptr<Context> ctx, bool timing) : ctx_(std::move(ctx)) {
+Event::Event(std::shared_ptr<Context> ctx, bool timing) : ctx_(std::move(ctx)), timing_(timing) {
   ctx_->enter();
   handle_ = ctx_->drv().event_create(timing);
 }
@@ -516,6 +516,9 @@ void Event::synchronize() { ctx_->drv().event_synchronize(handle()); }
 bool Event::query() { return ctx_->drv().event_query(handle()); }
 float Event::elapsed_ms(const Event& end) const {
   check_same_context(*ctx_, *end.ctx_, "the end event");
+  if (!timing_ || !end.timing_)  // CUDA's answer would be a bare CUDA_ERROR_INVALID_HANDLE
+    raise(ErrorKind::ArgumentError,
+          "an event made with create_event(timing=False) cannot be timed; make both with timing=True");
   return ctx_->drv().event_elapsed_ms(handle(), end.handle());
 }
 

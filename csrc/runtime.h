@@ -234,6 +234,7 @@ class Event {
   EventHandle handle() const;
   std::shared_ptr<Context> ctx_;
   EventHandle handle_;
+  bool timing_;
 };
 
 struct ModuleState {

@@ -55,6 +55,14 @@ class ScalarType:
         """The largest finite value of a float type."""
         return _BF16_MAX if self.dtype is None else float(np.finfo(self.dtype).max)
 
+    def _rounds_to_infinity(self, value: float) -> bool:
+        """Whether `value` (finite) is past the largest finite value by half a step or more:
+        g.f16(65519) is 65504, as np.float16(65519) is, and g.f16(65520) overflows."""
+        if self.dtype is None:
+            return _bf16_bits(value) & 0x7FFF == 0x7F80
+        with np.errstate(over="ignore"):
+            return bool(np.isinf(self.dtype.type(value)))
+
     def __call__(self, value) -> Scalar:
         return Scalar(self, self.check(value))
 
@@ -76,7 +84,7 @@ class ScalarType:
                     f"an integer of {int(value).bit_length()} bits overflows g.{self.name} "
                     f"(largest finite value {self.max_float():g})"
                 ) from None
-            if math.isfinite(as_float) and abs(as_float) > self.max_float():
+            if math.isfinite(as_float) and self._rounds_to_infinity(as_float):
                 raise ArgumentError(f"{as_float!r} overflows g.{self.name} (largest finite value {self.max_float():g})")
             return as_float
         try:

@@ -221,3 +221,19 @@ def test_an_integer_past_f64s_range_overflows_a_float_type_by_name(t):
     """float() raised a bare OverflowError."""
     with pytest.raises(g.ArgumentError, match=f"integer of 1329 bits overflows g.{t.name}"):
         t(10**400)
+
+
+@pytest.mark.parametrize(
+    ("t", "largest", "half_step"),
+    [(g.f16, 65504.0, 16.0), (g.bf16, 3.3895313892515355e38, 2.0**119), (g.f32, float(np.finfo(np.float32).max), 2.0**103)],
+    ids=str,
+)
+def test_a_value_overflows_a_float_type_only_where_it_would_round_to_infinity(t, largest, half_step):
+    """Past the largest finite value by less than half a step rounds down to it, as in NumPy
+    (np.float16(65519) is 65504); 65505..65519 were refused as overflowing."""
+    below = largest + half_step * 0.99
+    assert bytes(t(below)) == bytes(t(largest))
+    assert bytes(t(-below)) == bytes(t(-largest))
+    for past in (largest + half_step, -(largest + half_step)):
+        with pytest.raises(g.ArgumentError, match=f"overflows g.{t.name}"):
+            t(past)

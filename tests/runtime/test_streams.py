@@ -293,3 +293,15 @@ def _os_threads() -> int:
     import os
 
     return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 0
+
+
+@pytest.mark.parametrize("untimed", ["start", "end"])
+def test_an_event_made_without_timing_cannot_be_timed(compute, untimed):
+    """The host answered with a time; CUDA answers CUDA_ERROR_INVALID_HANDLE. Both say why now."""
+    start = compute.create_event(timing=untimed != "start")
+    end = compute.create_event(timing=untimed != "end")
+    start.record()
+    end.record()
+    end.synchronize()
+    with pytest.raises(g.ArgumentError, match=r"create_event\(timing=False\) cannot be timed"):
+        start.elapsed_ms(end)
