@@ -225,7 +225,11 @@ def test_an_integer_past_f64s_range_overflows_a_float_type_by_name(t):
 
 @pytest.mark.parametrize(
     ("t", "largest", "half_step"),
-    [(g.f16, 65504.0, 16.0), (g.bf16, 3.3895313892515355e38, 2.0**119), (g.f32, float(np.finfo(np.float32).max), 2.0**103)],
+    [
+        (g.f16, 65504.0, 16.0),
+        (g.bf16, 3.3895313892515355e38, 2.0**119),
+        (g.f32, float(np.finfo(np.float32).max), 2.0**103),
+    ],
     ids=str,
 )
 def test_a_value_overflows_a_float_type_only_where_it_would_round_to_infinity(t, largest, half_step):
