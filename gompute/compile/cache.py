@@ -112,7 +112,10 @@ class DiskCache:
         if data is not None:
             return data, entry
         locks = self.root / ".locks"
-        locks.mkdir(exist_ok=True)
+        try:
+            locks.mkdir(exist_ok=True)
+        except FileExistsError:
+            raise CompileError(f"{locks} is a file, where the cache keeps its lock folder; remove it") from None
         with FileLock(str(locks / f"{entry.name}.lock")):
             data = _read_valid(entry, binary)  # another process may have built it meanwhile
             if data is not None:

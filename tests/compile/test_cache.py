@@ -16,6 +16,7 @@ import pytest
 
 from gompute.compile import cache as cache_mod
 from gompute.compile.cache import CacheWarning, DiskCache
+from gompute.errors import CompileError
 
 
 class Builder:
@@ -150,6 +151,12 @@ def test_a_killed_builds_temporary_folder_goes_with_the_next_build(tmp_path):
     (left / "out.bin").write_bytes(b"half")
     c.get("k", {"source": "a"}, "out.bin", Builder())
     assert not left.exists() and not list(tmp_path.glob(".tmp-*"))
+
+
+def test_a_file_where_the_lock_folder_goes_is_named_in_the_error(tmp_path):
+    (tmp_path / ".locks").write_text("not a folder")
+    with pytest.raises(CompileError, match=r"\.locks is a file, where the cache keeps its lock folder; remove it"):
+        DiskCache(tmp_path).get("k", {"source": "a"}, "out.bin", Builder())
 
 
 def test_a_meta_json_nested_past_the_recursion_limit_is_rebuilt(tmp_path):
