@@ -76,6 +76,7 @@ void ArrayView::from_buffer(PyObject* obj, bool writable) {
   const Layout* layout = b.typed_layout();
   if (b.freed() || !layout || (writable && b.readonly())) return;
   format_ = dlpack_format(DLDataType{layout->code, layout->bits, 1});
+  allocation_ = b.allocation();
   data_ = b.data_addr();
   itemsize_ = Py_ssize_t(layout->itemsize());
   kind_ = b.context()->kind();
@@ -248,7 +249,8 @@ void ArrayView::from_dlpack(PyObject* obj, bool writable) {
   auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
   const DLTensor& t = m->dl_tensor;
   format_ = dlpack_format(t.dtype);
-  if (t.device.device_type == kDLCPU && format_ && !(writable && (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY))) {
+  if (m->version.major == DLPACK_MAJOR_VERSION && t.device.device_type == kDLCPU && format_ &&
+      !(writable && (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY))) {
     PyCapsule_SetName(capsule, "used_dltensor_versioned");  // ours now: the destructor calls its deleter
     managed_ = m;
     set_data(static_cast<char*>(t.data) + t.byte_offset);

@@ -5,6 +5,8 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <utility>
 
 #include "dlpack.h"
@@ -90,6 +92,9 @@ class ArrayView {
   Py_buffer view_{};
   bool has_view_ = false;
   pybind11::object holder_;  // a NumPy view of a PyTorch tensor, kept while we read it
+  // A Buffer's memory, held through the launch: a host launch releases the GIL, and another
+  // thread's free() must not release the memory under it.
+  std::shared_ptr<Allocation> allocation_;
   DLManagedTensorVersioned* managed_ = nullptr;
   bool ok_ = false;
   uint64_t data_ = 0;  // a host or device address
@@ -106,18 +111,29 @@ class ArrayView {
   bool contiguous_ = false;
   // The shape, and the strides in units of `unit` bytes (none: C-contiguous); false when
   // there are too many dimensions or a stride is not whole elements.
+  // Also false for a negative extent, or extents and strides that reach past 2**63 bytes
+  // (a foreign array can say anything; the general path says what is wrong).
   template <typename Int, typename Stride>  // Py_ssize_t (buffer protocol) or int64_t
   bool set_layout(const Int* shape, const Stride* strides, int64_t unit, int ndim) {
-    if (ndim > kMaxDims || itemsize_ <= 0) return false;
+    if (ndim < 0 || ndim > kMaxDims || itemsize_ <= 0) return false;
     ndim_ = ndim;
-    int64_t expected = itemsize_;
+    int64_t expected = itemsize_, reach = itemsize_;
     contiguous_ = true;
     for (int i = ndim; i-- > 0;) {
       shape_[i] = int64_t(shape[i]);
-      strides_[i] = strides ? int64_t(strides[i]) * unit : expected;
+      if (shape_[i] < 0) return false;
+      if (!strides) {
+        strides_[i] = expected;
+      } else if (__builtin_mul_overflow(int64_t(strides[i]), unit, &strides_[i])) {
+        return false;
+      }
       if (strides_[i] % itemsize_) return false;
       if (shape_[i] != 1 && strides_[i] != expected) contiguous_ = false;
-      expected *= shape_[i];
+      int64_t span;
+      if (__builtin_mul_overflow(shape_[i], itemsize_, &span) || __builtin_mul_overflow(expected, shape_[i], &expected) ||
+          (shape_[i] > 1 && (strides_[i] == INT64_MIN || __builtin_mul_overflow(shape_[i] - 1, std::abs(strides_[i]), &span) ||
+                             __builtin_add_overflow(reach, span, &reach))))
+        return false;
     }
     return true;
   }

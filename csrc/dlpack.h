@@ -4,6 +4,9 @@
 
 #include <cstdint>
 
+// The major version gompute reads and writes; a capsule of another major is not read.
+#define DLPACK_MAJOR_VERSION 1
+
 extern "C" {
 
 enum DLDeviceType : int32_t {

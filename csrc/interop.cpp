@@ -113,7 +113,7 @@ py::capsule make_capsule(const Buffer& buffer, uint64_t flags) {
   managed->manager_ctx = ctx.release();
   managed->deleter = delete_managed<Managed>;
   if constexpr (std::is_same_v<Managed, DLManagedTensorVersioned>) {
-    managed->version = {1, 0};
+    managed->version = {DLPACK_MAJOR_VERSION, 0};
     managed->flags = flags;
   }
   const char* name = std::is_same_v<Managed, DLManagedTensorVersioned> ? kVersionedName : kLegacyName;
@@ -150,6 +150,9 @@ Buffer copy_to(const Buffer& buffer, const std::shared_ptr<Context>& ctx) {
 void order_for_consumer(const Buffer& buffer, py::handle stream) {
   const auto& ctx = buffer.context();
   if (ctx->kind() == BackendKind::host) {
+    if (!stream.is_none())  // the array API: a device without streams takes only None
+      raise(ErrorKind::ArgumentError, "__dlpack__: a host buffer has no streams; stream= must be None, got " +
+                                          std::string(py::repr(stream)));
     py::gil_scoped_release release;
     if (buffer.stream())
       buffer.stream()->synchronize();
@@ -157,14 +160,21 @@ void order_for_consumer(const Buffer& buffer, py::handle stream) {
       ctx->drv().stream_synchronize(nullptr);
     return;
   }
-  intptr_t consumer = 1;  // None: the legacy default stream
+  // The array API's stream numbers: on CUDA None and 1 are the legacy default stream (the
+  // driver's null stream), 2 the per-thread one, 0 is refused as ambiguous; on ROCm None and
+  // 0 are the default stream, and 1 and 2 are not used.
+  const bool rocm = ctx->kind() == BackendKind::hip;
+  const intptr_t legacy = rocm ? 0 : 1;
+  intptr_t consumer = legacy;
   if (!stream.is_none()) {
-    consumer = stream.cast<intptr_t>();
-    if (consumer == 0) buffer_error("stream=0 is ambiguous in DLPack; pass 1 for the legacy default stream");
+    consumer = intptr_t(int64_arg(stream, "__dlpack__: stream"));
     if (consumer == -1) return;  // the consumer asked for no synchronization
+    if (!rocm && consumer == 0) buffer_error("stream=0 is ambiguous in DLPack; pass 1 for the legacy default stream");
+    if (rocm && (consumer == 1 || consumer == 2))
+      buffer_error("stream=" + std::to_string(consumer) + " is not a ROCm stream in DLPack; pass 0 for the default stream");
   }
   StreamHandle producer = buffer.stream() ? buffer.stream()->handle() : nullptr;
-  auto normalized = [](intptr_t h) { return h == 0 ? intptr_t(1) : h; };  // null is the legacy stream
+  auto normalized = [legacy](intptr_t h) { return h == 0 ? legacy : h; };  // null is the default stream
   if (normalized(reinterpret_cast<intptr_t>(producer)) == consumer) return;
   py::gil_scoped_release release;
   Event ready(ctx, false);
@@ -295,12 +305,18 @@ py::capsule to_dlpack(const Buffer& buffer, py::handle stream, py::handle max_ve
                                           py::repr(max_version).cast<std::string>());
     versioned = max_version.cast<py::tuple>()[0].cast<int64_t>() >= 1;
   }
-  bool must_copy = !copy.is_none() && copy.cast<bool>();
+  if (!copy.is_none() && !PyBool_Check(copy.ptr()))
+    raise(ErrorKind::ArgumentError, "__dlpack__: copy= is True, False or None, got " + std::string(py::repr(copy)));
+  bool must_copy = copy.ptr() == Py_True;
   const bool may_copy = copy.is_none() || must_copy;
   std::shared_ptr<Context> target = buffer.context();
   if (!dl_device.is_none()) {
+    if (!py::isinstance<py::tuple>(dl_device) || py::len(dl_device) != 2)
+      raise(ErrorKind::ArgumentError, "__dlpack__: dl_device= is a (device_type, device_id) tuple, as "
+                                      "__dlpack_device__() returns, got " + std::string(py::repr(dl_device)));
     auto want = dl_device.cast<py::tuple>();
-    int32_t type = want[0].cast<int32_t>(), id = want[1].cast<int32_t>();
+    const auto type = ranged_arg(want[0], "__dlpack__: dl_device's device_type", INT32_MIN, INT32_MAX);
+    const auto id = ranged_arg(want[1], "__dlpack__: dl_device's device_id", INT32_MIN, INT32_MAX);
     DLDevice have = dl_device_of(*buffer.context());
     if (type != have.device_type || id != have.device_id) {
       if (!may_copy) buffer_error("exporting to another device needs a copy, and copy=False was asked");
@@ -337,7 +353,7 @@ Buffer from_dlpack(py::capsule capsule, py::object what, bool readonly) {
   DLTensor* t;
   if (versioned) {
     auto* mv = static_cast<DLManagedTensorVersioned*>(managed);
-    if (mv->version.major != 1)
+    if (mv->version.major != DLPACK_MAJOR_VERSION)
       raise(ErrorKind::ArgumentError, named(what) + ": DLPack version " + std::to_string(mv->version.major) +
                                           " is not supported (gompute reads 1.x)");
     t = &mv->dl_tensor;

@@ -26,6 +26,7 @@ from .types import from_dtype
 # DLPack device types (dlpack.h, DLDeviceType).
 DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_ROCM, DL_ROCM_HOST, DL_CUDA_MANAGED = 1, 2, 3, 10, 11, 13
 _LEGACY_STREAM = 1
+_NO_SYNC = -1  # DLPack's stream=-1: the producer orders nothing
 
 
 def library_of(obj) -> str:
@@ -119,7 +120,7 @@ def _from_dlpack(obj, stream, what) -> _core.Buffer:
     device_type, device_id = _dlpack_device(obj)
     gpu = device_type in (DL_CUDA, DL_CUDA_MANAGED, DL_ROCM)
     # CPU producers take no stream (DLPack and the array API require None there).
-    handle = (stream_handle(stream) if stream is not None else _LEGACY_STREAM) if gpu else None
+    handle = _consumer_stream(device_type, stream) if gpu else None
     try:
         capsule = obj.__dlpack__(stream=handle, max_version=(1, 0))
     except TypeError:  # a producer from before DLPack 1.0's keywords
@@ -128,9 +129,19 @@ def _from_dlpack(obj, stream, what) -> _core.Buffer:
         kind = type(capsule).__name__
         raise ArgumentError(f"{what}.__dlpack__() returned an object of type {kind}, not a DLPack capsule")
     buffer = _core.from_dlpack(capsule, what, readonly=is_jax(obj))  # JAX arrays never change
-    if gpu:
+    if gpu and handle != _NO_SYNC:  # -1: the caller orders the streams itself
         buffer.stream = _as_stream(buffer, stream, handle)
     return buffer
+
+
+def _consumer_stream(device_type: int, stream) -> int:
+    """`stream` as the array API numbers streams for a producer on `device_type`: on CUDA the
+    legacy default stream is 1 (0 is refused as ambiguous), on ROCm the default stream is 0
+    (1 and 2 are not used). A handle of 0 or 1, a default stream's, is the default stream."""
+    handle = stream_handle(stream) if stream is not None else None
+    if handle in (None, 0, 1):
+        return 0 if device_type == DL_ROCM else _LEGACY_STREAM
+    return handle
 
 
 def _dlpack_device(obj) -> tuple[int, int]:
@@ -138,6 +149,12 @@ def _dlpack_device(obj) -> tuple[int, int]:
         device = obj.__dlpack_device__()
     except AttributeError:
         return DL_CPU, 0
+    except GomputeError:
+        raise
+    except Exception as e:  # e.g. torch's meta tensors, a deleted JAX array: the producer's reason
+        raise ArgumentError(
+            f"{describe(obj)} cannot say where its memory is: __dlpack_device__() raised {type(e).__name__}: {e}"
+        ) from e
     try:
         device_type, device_id = device
         return operator.index(device_type), operator.index(device_id)
@@ -150,6 +167,8 @@ def _dlpack_device(obj) -> tuple[int, int]:
 def _from_cuda_array_interface(obj, cai, what) -> _core.Buffer:
     try:
         return _read_cuda_array_interface(obj, cai, what)
+    except GomputeError:  # gompute's own word on what is wrong (ArgumentError is a TypeError too)
+        raise
     except (KeyError, TypeError, ValueError) as e:  # a dict the protocol does not describe
         raise ArgumentError(
             f"{what}: its __cuda_array_interface__ is malformed ({type(e).__name__}: {e}); the protocol's v3 "

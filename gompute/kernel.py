@@ -201,8 +201,10 @@ class _Call:
     def _wanted_stream(self) -> int | None:
         """The stream to launch on, if known before reading the arrays."""
         handle = stream_handle(self.stream) if self.stream is not None else _framework_stream(self.arrays[0])
+        if handle == -1:
+            raise ArgumentError("stream=-1 (DLPack's 'do not synchronize') names no stream to launch on; pass a stream")
         # A framework's default stream reports handle 0, which DLPack refuses as ambiguous;
-        # in the driver API the null stream is the legacy default stream, handle 1.
+        # in the CUDA driver API the null stream is the legacy default stream, handle 1.
         return 1 if handle == 0 else handle
 
     def _import(self, array, wanted: int | None) -> _core.Buffer:
@@ -288,6 +290,8 @@ class _Call:
                     buffer.stream.synchronize()
             return None
         device = bound.compute._live()
+        if bound.backend is Backend.hip and wanted == 1:  # CUDA's legacy stream: HIP's is the null one
+            wanted = 0
         stream = device.wrap_stream(wanted) if wanted is not None else None
         for buffer in buffers:  # e.g. a CUDA Array Interface producer's own stream
             if buffer.stream is not None and (stream is None or buffer.stream.handle != stream.handle):
@@ -333,6 +337,8 @@ class _Call:
         core.launch(grid, Dim3(block), 0, args, stream, wait=host)
         if not host:
             out.stream = stream
+            if isinstance(self.out, _core.Buffer) and self.out is not out:  # an untyped out= got a typed view
+                self.out.stream = stream
         if self.auto is not None:
             self.auto.learn(inputs, out, kind, core, self.arrays[0], self.make)
 
@@ -509,7 +515,8 @@ def _output_maker(array, bound: Kernel, dtype) -> tuple[_Maker, Callable]:
     JAX arrays are immutable: the result is made as a gompute Buffer and handed to JAX through
     DLPack (`jnp.from_dlpack`, no copy).
     gompute Buffers, arrays with no array namespace, and results of a dtype the library
-    lacks (bf16 for NumPy) give a Buffer (NumPy on host, where it has the dtype).
+    lacks (bf16 for NumPy, unless the array is of ml_dtypes' bfloat16) give a Buffer (NumPy
+    on host, where it has the dtype).
     """
     on_device = _Maker(bound.compute.empty, (dtype,))
     if isinstance(array, _core.Buffer):
@@ -518,7 +525,8 @@ def _output_maker(array, bound: Kernel, dtype) -> tuple[_Maker, Callable]:
         import jax.numpy as jnp
 
         return on_device, jnp.from_dlpack
-    numpy_out = _Maker(np.empty, (np.dtype(dtype.dtype),)) if dtype.dtype is not None else on_device
+    numpy_dtype = np.dtype(dtype.dtype) if dtype.dtype is not None else _numpy_bfloat16(array)
+    numpy_out = _Maker(np.empty, (numpy_dtype,)) if numpy_dtype is not None else on_device
     if isinstance(array, np.ndarray) and bound.backend is Backend.host:
         return numpy_out, _same
     import array_api_compat  # a requirement: without it a torch or CuPy input would give a Buffer back
@@ -531,6 +539,13 @@ def _output_maker(array, bound: Kernel, dtype) -> tuple[_Maker, Callable]:
     if not hasattr(xp, name):
         return on_device, _same
     return _Maker(xp.empty, (), {"dtype": getattr(xp, name), "device": array_api_compat.device(array)}), _same
+
+
+def _numpy_bfloat16(array) -> np.dtype | None:
+    """ml_dtypes' (JAX's) NumPy bfloat16, for a bf16 result of an array of that dtype; None
+    otherwise (NumPy has no bfloat16 of its own)."""
+    dtype = getattr(array, "dtype", None)
+    return dtype if isinstance(dtype, np.dtype) and dtype.name == "bfloat16" and dtype.itemsize == 2 else None
 
 
 def _same(x):

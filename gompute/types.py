@@ -186,6 +186,8 @@ def from_dtype(dtype) -> ScalarType:
     try:
         return _BY_DTYPE[dt]
     except KeyError:
+        if dt.name == "bfloat16" and dt.itemsize == 2:  # ml_dtypes' (JAX's) NumPy bfloat16
+            return bf16
         supported = ", ".join(t.name for t in ALL_TYPES)
         raise ArgumentError(f"dtype {dt} has no gompute type (supported: {supported})") from None
 

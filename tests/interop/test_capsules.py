@@ -343,3 +343,77 @@ def test_foreign_capsules_gompute_cannot_read(host, kwargs, match):
 def test_a_max_version_that_is_no_version_is_refused_naming_it(pattern, max_version):
     with pytest.raises(g.ArgumentError, match=r"max_version is a \(major, minor\) tuple of ints"):
         pattern.__dlpack__(max_version=max_version)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"dl_device": "cpu"}, r"dl_device= is a \(device_type, device_id\) tuple"),
+        ({"dl_device": (1,)}, r"dl_device= is a \(device_type, device_id\) tuple"),
+        ({"dl_device": (1.0, 0)}, "dl_device's device_type must be an int"),
+        ({"copy": "no"}, "copy= is True, False or None, got 'no'"),
+        ({"stream": 7}, "a host buffer has no streams; stream= must be None"),
+        ({"stream": "x"}, "a host buffer has no streams"),
+    ],
+    ids=repr,
+)
+def test_dlpack_keywords_that_mean_nothing_are_refused_naming_them(pattern, kwargs, message):
+    """pybind11's "Unable to cast" and an IndexError before; the array API allows only None
+    as the stream of a device without streams."""
+    with pytest.raises(g.ArgumentError, match=message):
+        pattern.__dlpack__(max_version=(1, 0), **kwargs)
+
+
+def test_a_producer_that_cannot_say_where_it_lives_is_named(host):
+    class Broken:
+        def __dlpack__(self, **_):
+            raise AssertionError("never asked: the device comes first")
+
+        def __dlpack_device__(self):
+            raise ValueError("Unknown device type meta for Dlpack")
+
+    with pytest.raises(g.ArgumentError, match=r"cannot say where its memory is: __dlpack_device__\(\) raised Value"):
+        g.asbuffer(Broken())
+
+
+def test_numpy_bfloat16_of_ml_dtypes_is_bf16(host):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = np.array([1.5, -2.0, 3.25], ml_dtypes.bfloat16)
+    b = g.asbuffer(x)
+    assert b.dtype is g.bf16 and b.data_addr() == x.ctypes.data
+
+
+class _Recording:
+    """A GPU DLPack producer (a gompute Buffer behind a wrapper) that records what it is asked."""
+
+    def __init__(self, buffer):
+        self.buffer, self.asked = buffer, []
+
+    def __dlpack__(self, **kwargs):
+        self.asked.append(kwargs.get("stream"))
+        return self.buffer.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.buffer.__dlpack_device__()
+
+
+@pytest.mark.parametrize("given", ["default stream", 0, None])
+def test_the_default_stream_is_asked_for_as_the_array_apis_1_on_cuda(given):
+    """A gompute default stream (handle 0) went to the producer as stream=0, which the array
+    API forbids on CUDA as ambiguous."""
+    from tests.conftest import open_compute
+
+    cuda = open_compute(g.Backend.cuda)
+    producer = _Recording(cuda.empty((16,), g.f32))
+    stream = cuda.default_stream if given == "default stream" else given
+    assert g.asbuffer(producer, stream=stream).shape == (16,)
+    assert producer.asked == [1]
+
+
+def test_stream_minus_one_asks_for_no_ordering_and_names_no_stream():
+    from tests.conftest import open_compute
+
+    cuda = open_compute(g.Backend.cuda)
+    producer = _Recording(cuda.empty((16,), g.f32))
+    buffer = g.asbuffer(producer, stream=-1)  # wrap_stream(-1) was pybind11's TypeError
+    assert producer.asked == [-1] and buffer.stream is None

@@ -341,6 +341,18 @@ def test_a_malformed_protocol_answer_is_a_gompute_error_naming_it(host, obj, mat
         interop.asbuffer(obj)
 
 
+@pytest.mark.parametrize(
+    ("typestr", "match"),
+    [("<c8", "dtype complex64 has no gompute type"), (">f4", "is not in this machine's byte order")],
+)
+def test_a_well_formed_cai_of_a_dtype_gompute_lacks_is_not_called_malformed(host, typestr, match):
+    """gompute's own ArgumentError (a TypeError too) was caught and re-worded as "malformed"."""
+    cai = {"version": 3, "shape": (4,), "typestr": typestr, "data": (0x1000, False), "stream": 1}
+    with pytest.raises(g.ArgumentError, match=match) as raised:
+        interop.asbuffer(_Cai(cai))
+    assert "malformed" not in str(raised.value)
+
+
 def test_a_numpy_scalar_reads_but_is_no_output(host):
     """np.asarray of a scalar is a copy: written to, the result would vanish."""
     buf = interop.asbuffer(np.float32(2))

@@ -261,3 +261,84 @@ def test_buffers_read_in_place_after_warm_up_still_refuse_what_they_should(host)
     with pytest.raises(g.BufferFreed):
         k(gone, out=out, scale=1)
     assert len(calls) == 3
+
+
+def test_a_buffer_freed_by_another_thread_during_a_launch_stays_until_it_ends():
+    """A big host launch releases the GIL; the C++ path held only the Buffers' addresses, so
+    another thread's free() released the memory under the running kernel (SIGSEGV). In a
+    child process, so that the bug, were it back, fails this test rather than the run."""
+    script = """
+import threading, time
+import numpy as np, gompute as g
+from tests.map.kernels import relax
+c = g.runtime.host.Compute.init()
+k = g.map(relax)
+small = c.empty((1000,), g.f64)
+k(small, out=small, steps=1)
+k(small, out=small, steps=1)  # the C++ path now takes f64 Buffers in place
+x = c.empty((1 << 24,), g.f64)  # 128 MiB: glibc maps it alone, and unmaps it at free
+x.upload(np.zeros(1 << 24))  # (not through np.asarray: memory exported by pointer is kept for good)
+started = threading.Event()
+def free_soon():
+    started.wait()
+    time.sleep(0.05)
+    x.free()
+freer = threading.Thread(target=free_soon)
+freer.start()
+started.set()
+k(x, out=x, steps=300)  # a second or so of work, on the C++ path
+freer.join()
+print("survived", x.freed)
+"""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=120)
+    assert done.returncode == 0, f"the child died ({done.returncode}): {done.stderr[-2000:]}"
+    assert "survived True" in done.stdout
+
+
+class _Capsules:
+    """A DLPack producer whose capsules `Handmade` builds over `array`, then `edit` changes."""
+
+    def __init__(self, array, edit, **handmade):
+        self.array, self.edit, self.handmade, self.made = array, edit, handmade, []
+
+    def __dlpack__(self, **_):
+        from tests.interop.dlpack_abi import Handmade
+
+        made = Handmade(self.array, **self.handmade)
+        self.edit(made)
+        self.made.append(made)  # kept alive while the capsule is
+        return made.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def _negative_extent(made):
+    made.shape[0] = -1000
+
+
+def _huge_stride(made):
+    made.strides[0] = 2**62
+
+
+@pytest.mark.parametrize(
+    ("edit", "handmade", "message"),
+    [
+        (_negative_extent, {}, "a shape cannot be negative"),
+        (_huge_stride, {}, "2\\*\\*63"),
+        (lambda made: None, {"major": 2}, "DLPack version 2 is not supported"),
+    ],
+    ids=["negative extent", "stride past 2**63 bytes", "DLPack 2.x"],
+)
+def test_a_dlpack_capsule_the_general_path_refuses_is_refused_after_warm_up(warm, edit, handmade, message):
+    """The C++ path read versioned capsules without checking their major version, extents or
+    the reach of their strides: shape (-1000,) launched ~2**64 elements over 16."""
+    x = np.zeros(16, np.float32)
+    warm(x, out=x, scale=2)
+    warm(x, out=x, scale=2)  # in place: the C++ path's
+    bad = _Capsules(x, edit, **handmade)
+    for _ in range(2):
+        with pytest.raises(g.ArgumentError, match=message):
+            warm(bad, out=bad, scale=2)
+    np.testing.assert_array_equal(x, 0)

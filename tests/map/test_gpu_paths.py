@@ -17,7 +17,7 @@ from tests.conftest import open_compute
 from tests.fakes import images
 
 from .calls import counting
-from .kernels import axpy, scale_relu
+from .kernels import axpy, double, scale_relu
 
 values = np.linspace(-2, 2, 3000, dtype=np.float32)
 
@@ -111,6 +111,20 @@ def test_streams_order_the_launch(cuda):
     assert len(calls) == 2
     stream.synchronize()
     np.testing.assert_array_equal(download(cuda, y), relu(values, 3))
+
+
+def test_an_untyped_out_buffer_is_ordered_on_the_launch_stream(cuda):
+    """g.map reads an untyped out= through a typed view of it; the stream went on the view,
+    and the caller's Buffer (and its __cuda_array_interface__) still named the default one."""
+    stream = cuda.create_stream()
+    data = np.arange(100, dtype=np.uint8)
+    x = cuda.empty(data.shape, g.u8)
+    x.upload(data)
+    out = cuda.alloc(data.nbytes)  # untyped: bytes, so u8
+    g.map(double)(x, out=out, stream=stream)
+    assert out.stream is not None and out.stream.handle == stream.handle
+    assert out.__cuda_array_interface__["stream"] == stream.handle
+    np.testing.assert_array_equal(download(cuda, out.view(g.u8, data.shape)), data * 2)
 
 
 def test_strided_and_broadcast_buffers(cuda):

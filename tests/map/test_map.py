@@ -385,7 +385,7 @@ def test_a_host_map_on_a_given_stream_runs_after_that_streams_work():
         np.testing.assert_array_equal(np.asarray(y), expected_scale_relu(x, 2))
 
 
-@pytest.mark.parametrize("stream", [5, -1])
+@pytest.mark.parametrize("stream", [5, 12345])
 def test_a_foreign_stream_handle_on_the_host_is_refused(stream):
     x = np.ones(4, np.float32)
     with pytest.raises(g.ArgumentError, match="host backend has none; pass a host Stream"):
@@ -393,6 +393,11 @@ def test_a_foreign_stream_handle_on_the_host_is_refused(stream):
     with pytest.raises(g.ArgumentError, match="host backend has none"):
         g.run(scale_relu, x, scale=2, stream=stream)
     np.testing.assert_array_equal(x, 1)  # nothing ran
+
+
+def test_stream_minus_one_names_no_stream_to_launch_on():
+    with pytest.raises(g.ArgumentError, match="stream=-1 .* names no stream to launch on"):
+        g.map(scale_relu)(np.ones(4, np.float32), scale=2, stream=-1)
 
 
 @pytest.mark.parametrize("stream", [0, 1])

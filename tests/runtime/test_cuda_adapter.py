@@ -188,9 +188,8 @@ def streams_and_events():
         assert isinstance(ms, float) and ms >= 0
         untimed = c.create_event(timing=False)
         untimed.record(s)
-        with pytest.raises(g.DeviceError) as no_timing:
+        with pytest.raises(g.ArgumentError, match="timing=False"):  # said before the driver's INVALID_HANDLE
             start.elapsed_ms(untimed)
-        assert no_timing.value.code == "CUDA_ERROR_INVALID_HANDLE"
         t.synchronize()
         assert s.handle != 0 and s.handle != t.handle
         assert s.__cuda_stream__() == (0, s.handle)
