@@ -146,6 +146,7 @@ void ArrayView::from_tensor(PyObject* tensor, bool writable) {
     return;
   }
   holder_ = py::reinterpret_steal<py::object>(array);
+  torch_tensor_ = true;
   read_buffer_protocol(array, writable);
 }
 

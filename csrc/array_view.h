@@ -71,6 +71,7 @@ class ArrayView {
   int ordinal() const { return ordinal_; }
   const Context* context() const { return ctx_; }
   bool has_stream() const { return has_stream_; }
+  bool torch_tensor() const { return torch_tensor_; }  // read through from_tensor
   StreamHandle stream() const { return stream_; }
 
   // _core.Buffer, set once at module import (bindings.cpp).
@@ -92,6 +93,7 @@ class ArrayView {
   Py_buffer view_{};
   bool has_view_ = false;
   pybind11::object holder_;  // a NumPy view of a PyTorch tensor, kept while we read it
+  bool torch_tensor_ = false;
   // A Buffer's memory, held through the launch: a host launch releases the GIL, and another
   // thread's free() must not release the memory under it.
   std::shared_ptr<Allocation> allocation_;

@@ -142,6 +142,10 @@ py::object FastMap::new_output(PyObject* first, const int64_t* shape, int ndim, 
     // Our own references: the call runs Python, which may remember_output() over this entry.
     const py::object make = m.make, kwargs = m.kwargs;
     PyObject* made = PyObject_Call(make.ptr(), call_args.ptr(), kwargs.is_none() ? nullptr : kwargs.ptr());
+    if (!made && PyErr_ExceptionMatches(PyExc_Exception)) {  // e.g. a Compute shut down since: the
+      PyErr_Clear();                                          // general path makes one, or says why not
+      return py::object();
+    }
     if (!made) throw py::error_already_set();
     return py::reinterpret_steal<py::object>(made);
   }
@@ -207,6 +211,19 @@ void memory_order(const ArrayView& v, int ndim, int* order) {
   for (int d = 0; d < ndim; ++d) order[d] = d;
   auto magnitude = [&](int d) { return v.stride(d) < 0 ? -v.stride(d) : v.stride(d); };
   std::stable_sort(order, order + ndim, [&](int a, int b) { return magnitude(a) > magnitude(b); });
+}
+
+// Counts a write into a torch tensor as torch's own in-place ops do, so that autograd
+// refuses a backward that needs the old values (through a detach()ed alias too) rather than
+// computing wrong gradients. kernel.py's _count_write, for the general path.
+void count_write(PyObject* tensor) {
+  static PyObject* const increment = [] {
+    py::object graph = py::module_::import("torch.autograd.graph");
+    return py::object(graph.attr("increment_version")).release().ptr();  // kept for the process
+  }();
+  PyObject* done = PyObject_CallOneArg(increment, tensor);
+  if (!done) throw py::error_already_set();
+  Py_DECREF(done);
 }
 
 }  // namespace
@@ -279,6 +296,7 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   std::string strides;
   if (kind == 's' && !pack_strides(inputs, o, shape, ndim, strides)) return py::object();
   launch(*found, inputs, o, n, kind == 'i', params, strides);
+  if (o.torch_tensor() && out && out != Py_None) count_write(out);
   return result;
 }
 

@@ -42,8 +42,12 @@ def is_jax(obj) -> bool:
 def describe(obj) -> str:
     """How errors name an array: its type and, where it has them, shape and dtype."""
     kind = f"{library_of(obj)}.{type(obj).__name__}"
-    shape, dtype = getattr(obj, "shape", None), getattr(obj, "dtype", None)
-    details = ", ".join(str(x) for x in (tuple(shape) if shape is not None else None, dtype) if x is not None)
+    try:
+        shape, dtype = getattr(obj, "shape", None), getattr(obj, "dtype", None)
+        shape = tuple(shape) if shape is not None else None
+    except Exception:  # a torch nested tensor has no shape to give
+        shape = dtype = None
+    details = ", ".join(str(x) for x in (shape, dtype) if x is not None)
     return f"the {kind}" + (f" ({details})" if details else "")
 
 
@@ -122,9 +126,14 @@ def _from_dlpack(obj, stream, what) -> _core.Buffer:
     # CPU producers take no stream (DLPack and the array API require None there).
     handle = _consumer_stream(device_type, stream) if gpu else None
     try:
-        capsule = obj.__dlpack__(stream=handle, max_version=(1, 0))
-    except TypeError:  # a producer from before DLPack 1.0's keywords
-        capsule = obj.__dlpack__(stream=handle) if gpu else obj.__dlpack__()
+        try:
+            capsule = obj.__dlpack__(stream=handle, max_version=(1, 0))
+        except TypeError:  # a producer from before DLPack 1.0's keywords
+            capsule = obj.__dlpack__(stream=handle) if gpu else obj.__dlpack__()
+    except (BufferError, GomputeError):  # BufferError: the caller tries the other protocols
+        raise
+    except Exception as e:  # e.g. torch's nested tensors: the producer's reason
+        raise ArgumentError(f"{what} cannot export itself through DLPack: {type(e).__name__}: {e}") from e
     if type(capsule).__name__ != "PyCapsule":
         kind = type(capsule).__name__
         raise ArgumentError(f"{what}.__dlpack__() returned an object of type {kind}, not a DLPack capsule")

@@ -48,7 +48,7 @@ class Kernel:
     def backend(self) -> Backend:
         return self.compute.backend
 
-    def __call__(self, *arrays, out=None, stream=None, **params):
+    def __call__(self, /, *arrays, out=None, stream=None, **params):
         return _Call(self, arrays, out, stream, params).run()
 
     def launcher(self, in_storage: tuple, out_storage, kind: str) -> _core.Kernel:
@@ -113,7 +113,7 @@ class AutoKernel(_core.FastMap):
             self._learned = {key for key in self._learned if key[-2:] != (backend, ordinal)}
         return found
 
-    def _general(self, *arrays, out=None, stream=None, **params):
+    def _general(self, /, *arrays, out=None, stream=None, **params):
         return _Call(None, arrays, out, stream, params, auto=self).run()
 
     def learn(self, inputs, out: _core.Buffer, kind: str, core: _core.Kernel, first, make) -> None:
@@ -232,13 +232,16 @@ class _Call:
         shapes = [tuple(b.shape) for b in buffers]
         if all(shape == shapes[0] for shape in shapes):  # any number of dimensions, NumPy's limit aside
             return shapes[0]
-        listed = ", ".join(str(shape) for shape in shapes)
-        try:
-            return np.broadcast_shapes(*shapes)
-        except ValueError:
-            raise ArgumentError(f"{self.kernel.name}: input shapes {listed} do not broadcast together") from None
-        except RuntimeError as e:  # more dimensions than NumPy broadcasts
-            raise ArgumentError(f"{self.kernel.name}: cannot broadcast input shapes {listed}: {e}") from None
+        # NumPy's rule, by hand: np.broadcast_shapes stops at 32 dimensions, arrays go to 64.
+        shape = [1] * max(len(s) for s in shapes)
+        for s in shapes:
+            for d, extent in enumerate(s, len(shape) - len(s)):
+                if extent != 1 and shape[d] not in (1, extent):
+                    listed = ", ".join(str(shape) for shape in shapes)
+                    raise ArgumentError(f"{self.kernel.name}: input shapes {listed} do not broadcast together")
+                if extent != 1:
+                    shape[d] = extent
+        return tuple(shape)
 
     # -- output -------------------------------------------------------------------------
 
@@ -257,7 +260,7 @@ class _Call:
                 )
             if not out.distinct_elements:
                 raise ArgumentError(
-                    f"{self.kernel.name}: {describe(self.out)} has elements that share memory (strides "
+                    f"{self.kernel.name}: {describe(self.out)} may have elements that share memory (strides "
                     f"{tuple(out.strides)} bytes, as from expand or broadcast_to), so which result each keeps "
                     "would depend on the order elements are computed in; pass an output of its own (a copy)"
                 )
@@ -335,6 +338,8 @@ class _Call:
         # On the host the result is ready on return (NumPy has no streams); a GPU result is
         # ordered on `stream` and the next user of `out` waits for it there.
         core.launch(grid, Dim3(block), 0, args, stream, wait=host)
+        if self.out is not None and library_of(self.out) == "torch":
+            _count_write(self.out)
         if not host:
             out.stream = stream
             if isinstance(self.out, _core.Buffer) and self.out is not out:  # an untyped out= got a typed view
@@ -391,17 +396,43 @@ def _byte_range(b: _core.Buffer) -> tuple[int, int]:
 
 
 def _check_overlap(name: str, inputs, out) -> None:
-    """Refuse an output that overlaps an input without being the very same view of it."""
+    """Refuse an output that shares memory with an input without being the very same view of
+    it. Views whose bytes interleave without meeting (x[::2] and x[1::2]) are fine."""
     o_lo, o_hi = _byte_range(out)
     for i, b in enumerate(inputs):
         if b is out:
             continue
         lo, hi = _byte_range(b)
         if lo < o_hi and o_lo < hi and not (_same_view(b, out) and b.dtype.itemsize == out.dtype.itemsize):
+            if not _shares_memory(b, out):
+                continue
             raise ArgumentError(
-                f"{name}: out overlaps input {i} without being the same view of it, so results would depend on "
-                "the order elements are computed in; pass a separate output array"
+                f"{name}: out shares memory with input {i} without being the same view of it, so results would "
+                "depend on the order elements are computed in; pass a separate output array"
             )
+
+
+def _shares_memory(a: _core.Buffer, b: _core.Buffer) -> bool:
+    """Whether two views have a byte in common, as np.shares_memory solves it (exactly, within a
+    bound on the work: past it, as though they had)."""
+    try:
+        return bool(np.shares_memory(_layout_at(a), _layout_at(b), max_work=1 << 20))
+    except np.exceptions.TooHardError:
+        return True
+
+
+class _layout_at:  # noqa: N801 - read as a function: `_layout_at(buffer)`
+    """A buffer's layout at its address, as NumPy reads arrays (for np.shares_memory, which
+    never reads the memory, so a GPU address is fine)."""
+
+    def __init__(self, b: _core.Buffer):
+        self.__array_interface__ = {
+            "version": 3,
+            "shape": tuple(b.shape),
+            "strides": tuple(b.strides),
+            "typestr": f"|V{b.dtype.itemsize}",
+            "data": (b.data_addr(), True),
+        }
 
 
 def _collapsed(shape, inputs, out):
@@ -539,6 +570,15 @@ def _output_maker(array, bound: Kernel, dtype) -> tuple[_Maker, Callable]:
     if not hasattr(xp, name):
         return on_device, _same
     return _Maker(xp.empty, (), {"dtype": getattr(xp, name), "device": array_api_compat.device(array)}), _same
+
+
+def _count_write(tensor) -> None:
+    """Counts a write into a torch tensor as torch's in-place ops do: autograd then refuses a
+    backward that needs the old values (through a detach()ed alias too) rather than computing
+    wrong gradients. dispatch.cpp's count_write, for the C++ path."""
+    import torch.autograd.graph
+
+    torch.autograd.graph.increment_version(tensor)
 
 
 def _numpy_bfloat16(array) -> np.dtype | None:

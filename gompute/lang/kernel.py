@@ -124,6 +124,13 @@ class MapKernel:
         self.block_size = block_size
         self.src = Source.of(fn)
         arrays, self.params_name, self.params_class = check_signature(self.src)
+        for field in self.params_class.__fields__ if self.params_class is not None else ():
+            if field.name in ("out", "stream"):
+                raise self.src.error(
+                    self.src.tree,
+                    f"{self.params_class.__name__}.{field.name}: a map kernel's params are keyword arguments of "
+                    f"g.map(kernel)(...), where {field.name}= is the call's own; rename the field",
+                )
         self.arg_names = [name for name, _ in arrays]
         self.annotations: tuple[ScalarType | None, ...] = tuple(t for _, t in arrays)
         self.generic = any(t is None for t in self.annotations)

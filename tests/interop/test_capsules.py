@@ -417,3 +417,21 @@ def test_stream_minus_one_asks_for_no_ordering_and_names_no_stream():
     producer = _Recording(cuda.empty((16,), g.f32))
     buffer = g.asbuffer(producer, stream=-1)  # wrap_stream(-1) was pybind11's TypeError
     assert producer.asked == [-1] and buffer.stream is None
+
+
+def test_a_producer_whose_export_fails_is_named_with_its_reason(host):
+    """As a torch nested tensor does: its __dlpack__ and its shape raise RuntimeError."""
+
+    class Nested:
+        @property
+        def shape(self):
+            raise RuntimeError("NestedTensorImpl doesn't support sizes")
+
+        def __dlpack__(self, **_):
+            raise RuntimeError("NestedTensorImpl doesn't support sizes")
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(g.ArgumentError, match="cannot export itself through DLPack: RuntimeError: NestedTensorImpl"):
+        g.asbuffer(Nested())

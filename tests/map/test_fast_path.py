@@ -83,7 +83,7 @@ def test_bad_outputs_after_warm_up_still_raise(warm):
     with pytest.raises(g.ArgumentError, match="shape"):
         warm(x, out=np.zeros(9, np.float32), scale=1)
     a = np.arange(16, dtype=np.float32)
-    with pytest.raises(g.ArgumentError, match="overlaps"):
+    with pytest.raises(g.ArgumentError, match="shares memory with input"):
         warm(a[:8], out=a[4:12], scale=1)
 
 
@@ -181,6 +181,9 @@ k = g.map(scale_relu)
 x = np.ones(4, np.float32)
 k(x, out=x, scale=1)
 k(x, out=x, scale=1)
+before = g.runtime.host.Compute.init().empty((4,), g.f32)
+k(before, scale=1)
+k(before, scale=1)  # the C++ path makes Buffer results with this runtime's Compute now
 bound = g.Kernel(scale_relu, g.Backend.host)
 g.runtime.shutdown()
 calls, general = [], k._general
@@ -192,12 +195,20 @@ try:
     bound(x, out=x, scale=1)
 except g.InvalidHandle as e:
     print("InvalidHandle:", e)
+# A result made like an earlier runtime's (a new Buffer): the C++ path had kept the old
+# Compute's maker, and raised InvalidHandle for every call.
+c = g.runtime.host.Compute.init()
+b = c.empty((4,), g.f32)
+np.asarray(b)[:] = 1
+made = [np.asarray(k(b, scale=3)).tolist() for _ in range(3)]
+print("new buffers", made)
 """
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "after [6.0, 6.0, 6.0, 6.0] general calls 1" in done.stdout  # then the fast path again
     assert "InvalidHandle: " in done.stdout and "shut down" in done.stdout  # g.Kernel is a handle
+    assert "new buffers [[3.0, 3.0, 3.0, 3.0], [3.0, 3.0, 3.0, 3.0], [3.0, 3.0, 3.0, 3.0]]" in done.stdout
 
 
 def test_new_outputs_are_made_by_the_first_arrays_library_in_cpp():
