@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import types as T
-from .types import Type, concrete, float_of, promote_all
+from .types import Type, Weak, concrete, converts_exactly, float_of, promote_all
 
 # How argument types resolve to (compute type, result type).
-FLOAT = "float"  # promote, then the float type NumPy computes in (np.sqrt(int8) is f16)
+FLOAT = "float"  # NumPy's float loop for the arguments (np.sqrt(int8) is f16; see _float_loop)
 SAME = "same"  # promote, compute and return in that type (abs, min, floor on ints)
 PREDICATE = "predicate"  # promote, return bool
 WHERE = "where"  # where(cond, a, b): cond is a truth value, a and b promote
@@ -42,9 +42,10 @@ class Builtin:
         if self.rule == WHERE:
             value = promote_all(arg_types[1:])
             return value, value
-        common = promote_all(arg_types)
         if self.rule == FLOAT:
-            return float_of(common), float_of(common)
+            loop = _float_loop(arg_types)
+            return loop, loop
+        common = promote_all(arg_types)
         if self.rule == PREDICATE:
             return common, T.bool_
         return common, common
@@ -56,6 +57,21 @@ class Builtin:
 
     def __repr__(self) -> str:
         return f"g.{self.name}"
+
+
+_FLOAT_LOOPS = (T.f16, T.bf16, T.f32, T.f64)
+
+
+def _float_loop(arg_types: list[Type]) -> Type:
+    """The float type a math function computes and returns in, as NumPy picks a ufunc's loop:
+    the first float type every argument casts to safely, each taken with the weak values
+    (Python numbers) beside it. Not the float of the promoted type: int8 with uint8 promotes
+    to int16, whose float is f32, where np.arctan2 computes in f16, which holds both."""
+    weak = [t for t in arg_types if isinstance(t, Weak)]
+    strong = [concrete(promote_all([t, *weak])) for t in arg_types if not isinstance(t, Weak)]
+    if not strong:  # Python numbers only
+        return float_of(promote_all(arg_types))
+    return next((f for f in _FLOAT_LOOPS if all(converts_exactly(t, f) for t in strong)), T.f64)
 
 
 def _suffix(t: Type) -> str:

@@ -140,6 +140,17 @@ EXACT_FUNCS = {
     "isfinite": np.isfinite,
 }
 FLOAT_BINARY = {"atan2": np.arctan2, "hypot": np.hypot, "copysign": np.copysign}
+# NumPy computes these in the first float type both arguments cast to safely: f16 for int8 with
+# uint8, which promote to int16, whose own float is f32.
+FLOAT_MIXED = [
+    (np.int8, np.uint8),
+    (np.uint8, np.int16),
+    (np.int16, np.uint16),
+    (np.int32, np.uint32),
+    (np.bool_, np.uint8),
+    (np.int8, np.float16),
+    (np.uint16, np.float16),
+]
 EXACT_BINARY = {"min": np.minimum, "max": np.maximum}
 
 
@@ -166,7 +177,8 @@ def _cases():
         cases += [(name, getattr(K, f"b_{name}"), ref, (d,), ("any",), True) for d in dtypes]
     for name, ref in {**FLOAT_BINARY, **EXACT_BINARY}.items():
         dtypes = FLOATS + (INTS if name in EXACT_BINARY else [])
-        cases += [(name, getattr(K, f"b_{name}"), ref, (d, d), ("any", "any"), name in EXACT_BINARY) for d in dtypes]
+        pairs = [(d, d) for d in dtypes] + (FLOAT_MIXED if name in FLOAT_BINARY else [])
+        cases += [(name, getattr(K, f"b_{name}"), ref, p, ("any", "any"), name in EXACT_BINARY) for p in pairs]
     cases += [("pow", K.b_pow, np.power, (d, d), ("any", "exponent"), d is np.int32) for d in (np.int32, np.float32)]
     cases += [
         (
