@@ -34,6 +34,16 @@ def test_the_launch_by_hand_example_runs(tmp_path):
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr
 
 
+def test_the_streams_and_events_example_runs_after_the_launch_by_hand(tmp_path):
+    """It ran outside the by-hand block's `with`, on a deinit()ed Compute, with an undefined grid.
+    The by-hand block leaves host_data scaled by 2 already; this one scales it again."""
+    blocks = python_blocks()
+    by_hand = next(i for i, b in enumerate(blocks) if "kernel.launch(g.Dim3.linear" in b)
+    check = "\nassert (host_data == np.maximum(np.linspace(-1, 1, N, dtype=np.float32) * 4, 0)).all()\nprint('ok')\n"
+    done = run(blocks[by_hand] + blocks[by_hand + 1] + check, tmp_path)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr
+
+
 def test_the_pipeline_example_runs(tmp_path):
     pytest.importorskip("torch", reason="PyTorch is not installed")
     kernels = python_blocks()[0].split("x = np.linspace")[0]
