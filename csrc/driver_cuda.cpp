@@ -255,7 +255,7 @@ class CudaDriver final : public Driver {
     need(api_.cuModuleGetFunction, "cuModuleGetFunction");
     need(api_.cuLaunchKernel, "cuLaunchKernel");
     if (!missing.empty()) {
-      unavailable_ = "driver too old: " + lib_.path() + " lacks " + missing;
+      unavailable_ = (api_.cuInit ? "driver too old: " : "not a CUDA driver: ") + lib_.path() + " lacks " + missing;
       return false;
     }
     api_.cuModuleGetFunctionCount = lib_.symbol<decltype(api_.cuModuleGetFunctionCount)>("cuModuleGetFunctionCount");

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -37,14 +38,25 @@ constexpr double kPoolNanoseconds = 25000;
 constexpr uint64_t kTimedThreads = 4096;
 constexpr uint32_t kTimedEvery = 8;
 constexpr int kSpinMicroseconds = 100;
+constexpr long kMaxSpinMicroseconds = 10'000'000;  // GOMPUTE_HOST_SPIN_US, at most
+constexpr long kMaxThreads = 4096;                // GOMPUTE_HOST_THREADS, at most
+
+// The whole number an environment variable holds (blanks after it aside), if it holds one
+// from `least` to `most`; else `fallback`. gompute/runtime/host.py warns about the others.
+long env_number(const char* name, long least, long most, long fallback) {
+  const char* env = std::getenv(name);
+  if (!env) return fallback;
+  char* end = nullptr;
+  const long value = std::strtol(env, &end, 10);
+  while (end && std::isspace(static_cast<unsigned char>(*end))) ++end;
+  const bool digits = std::any_of(env, end ? end : env, [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return digits && end && *end == '\0' && value >= least && value <= most ? value : fallback;
+}
 
 // How long pool and stream threads, and the threads waiting for them, spin before they sleep
 // (host_pool.h).
 std::chrono::microseconds spin_setting() {
-  static const std::chrono::microseconds spin = [] {
-    const char* env = std::getenv("GOMPUTE_HOST_SPIN_US");
-    return std::chrono::microseconds(env && *env ? std::atoi(env) : kSpinMicroseconds);
-  }();
+  static const std::chrono::microseconds spin(env_number("GOMPUTE_HOST_SPIN_US", 0, kMaxSpinMicroseconds, kSpinMicroseconds));
   return spin;
 }
 
@@ -163,8 +175,7 @@ std::string cpu_model_name() {
 }
 
 unsigned pool_threads() {
-  if (const char* env = std::getenv("GOMPUTE_HOST_THREADS"); env && std::atoi(env) > 0) return std::atoi(env);
-  return std::max(1u, std::thread::hardware_concurrency());
+  return unsigned(env_number("GOMPUTE_HOST_THREADS", 1, kMaxThreads, std::max(1u, std::thread::hardware_concurrency())));
 }
 
 class HostDriver final : public Driver {

@@ -25,6 +25,7 @@ from .errors import (
     KernelNotFound,
     LaunchFailed,
     ModuleLoadFailed,
+    SourceRejected,
     SyncFailed,
 )
 from .types import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
@@ -35,7 +36,7 @@ __version__ = "0.1.0"
 from . import lang
 from .emit import emit_kernels
 from .lang import Func, MapKernel, func, map_kernel
-from .raw import RawKernel, raw_kernel_by_name
+from .raw import RawByName, RawKernel, raw_kernel_by_name
 from .lang.builtins import (  # noqa: A004 - the kernel language's builtins, as g.NAME
     abs,
     acos,

@@ -61,3 +61,7 @@ class ArgumentError(GomputeError, TypeError, ValueError):
 
 class CompileError(GomputeError):
     """A kernel is outside the language, or a compiler failed on generated code."""
+
+
+class SourceRejected(CompileError):
+    """A compiler (host C++, NVRTC, hiprtc) refused a module's source; its log is in the message."""

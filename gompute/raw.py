@@ -23,8 +23,9 @@ class _RawHandle:
     def alloc(self, nbytes: int):
         return self.compute.alloc(nbytes)
 
-    def launch(self, grid, block, shared_bytes: int, args) -> None:
-        self.kernel.launch(grid, block, shared_bytes, args)
+    def launch(self, grid, block, shared_bytes: int, args, stream=None, wait: bool = False) -> None:
+        """Kernel.launch: on the default stream unless `stream` is given; `wait` returns once it ran."""
+        self.kernel.launch(grid, block, shared_bytes, args, stream=stream, wait=wait)
 
     def launch_on_stream(self, grid, block, shared_bytes: int, args, stream) -> None:
         self.kernel.launch_on_stream(grid, block, shared_bytes, args, stream)
@@ -45,7 +46,9 @@ class _RawHandle:
 def _open(backend, ordinal: int):
     from .runtime import dynamic
 
-    return dynamic.Compute.init_device(backend, ordinal)
+    compute = dynamic.Compute.init_device(backend, ordinal)
+    compute._live("a raw kernel (backend=g.Backend.host builds it for the CPU)")  # not the cpu arm
+    return compute
 
 
 def _device_arch(compute) -> str | None:

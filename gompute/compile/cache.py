@@ -149,7 +149,7 @@ class DiskCache:
         if failed.exists():
             shutil.rmtree(failed, ignore_errors=True)
         os.replace(tmp, failed)
-        kept = CompileError(str(error).replace(str(tmp), str(failed)))
+        kept = type(error)(str(error).replace(str(tmp), str(failed)))  # a SourceRejected stays one
         kept.source_dir = failed
         return kept
 

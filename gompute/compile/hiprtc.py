@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import CompileError
+from ..errors import CompileError, SourceRejected
 from .cache import DiskCache, default_cache, gompute_version
 
 OPTIONS = ("-std=c++17", "-ffp-contract=off")
@@ -54,8 +54,8 @@ class Hiprtc:
                 self.lib.hiprtcGetProgramLogSize(prog, ctypes.byref(size))
                 log = ctypes.create_string_buffer(max(size.value, 1))
                 self.lib.hiprtcGetProgramLog(prog, log)
-                raise CompileError(
-                    f"hiprtc failed on generated code for {arch} "
+                raise SourceRejected(
+                    f"hiprtc failed for {arch} "
                     f"({self.lib.hiprtcGetErrorString(status).decode()}).\nsource: {filename}\n"
                     f"{log.value.decode(errors='replace')}"
                 )

@@ -21,7 +21,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CompileError
+from ..errors import CompileError, SourceRejected
 from .cache import DiskCache, default_cache, gompute_version
 
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
@@ -65,8 +65,8 @@ class HostCompiler:
         argv = [*self.command, *self.flags, *extra, f"-I{INCLUDE_DIR}", "-o", str(output), str(source_path)]
         proc = subprocess.run(argv, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise CompileError(
-                f"the host C++ compiler failed on generated code (a gompute bug; please report it).\n"
+            raise SourceRejected(
+                f"the host C++ compiler failed.\n"
                 f"source: {source_path}\ncommand: {shlex.join(argv)}\n{proc.stdout}{proc.stderr}"
             )
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..backend import Backend, cuda_version
-from ..errors import CompileError
+from ..errors import CompileError, SourceRejected
 from .cache import DiskCache, default_cache, gompute_version
 
 # No --use_fast_math and no FMA contraction: each operation rounds as NumPy's does.
@@ -90,8 +90,8 @@ class Nvrtc:
             status = self.lib.nvrtcCompileProgram(prog, len(argv), c_argv)
             log = self._log(prog)
             if status != 0:
-                raise CompileError(
-                    f"NVRTC failed on generated code for {arch} "
+                raise SourceRejected(
+                    f"NVRTC failed for {arch} "
                     f"({self.lib.nvrtcGetErrorString(status).decode()}).\nsource: {filename}\n{log}"
                 )
             get_size, get = (

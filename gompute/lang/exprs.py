@@ -133,6 +133,15 @@ class ExprLowering:
     def _expr_Attribute(self, node: ast.Attribute) -> ir.Expr:
         if isinstance(node.value, ast.Name) and node.value.id in self.args and self.args[node.value.id] is None:
             return self.field(node.value.id, node.attr, node)
+        base = node.value
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        if isinstance(base, ast.Name) and (
+            base.id in self.args or base.id in self.declared or base.id in self.assigned
+        ):
+            raise self.src.error(
+                node, f"{ast.unparse(node)}: {base.id} is a scalar of the kernel, which has no attributes"
+            )
         return self.constant(self.resolve(node), node)
 
     def field(self, param: str, name: str, node: ast.AST) -> ir.Expr:

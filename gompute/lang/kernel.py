@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ArgumentError, CompileError
+from ..errors import ArgumentError, CompileError, SourceRejected
 from ..types import ScalarType
 from . import ir, reserved
 from .frontend import check_signature, translate
@@ -284,9 +284,19 @@ def compile_module(specs: list[Specialization], backend: str, arch: str | None, 
     from ..compile import build_image
 
     source = module_source(specs, backend)
-    data, fmt, cache_dir = build_image(backend, source, arch, name)
+    try:
+        data, fmt, cache_dir = build_image(backend, source, arch, name)
+    except SourceRejected as e:  # the kernel was translated, so the code is ours to get right
+        raise _ours(e) from None
     entries = tuple(e for s in specs for e in s.entry_points())
     return Image(data, fmt, backend, arch, entries, cache_dir)
+
+
+def _ours(e: SourceRejected) -> SourceRejected:
+    """A compiler's failure on generated code, said to be gompute's (RawKernel's is the user's)."""
+    ours = SourceRejected(f"gompute generated code that does not compile (a gompute bug; please report it): {e}")
+    ours.source_dir = getattr(e, "source_dir", None)
+    return ours
 
 
 def map_kernel(fn=None, *, block_size: int = 256):

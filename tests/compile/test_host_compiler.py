@@ -8,6 +8,7 @@ import stat
 
 import pytest
 
+import gompute as g
 from gompute.compile import DiskCache, host
 from gompute.errors import CompileError
 
@@ -109,7 +110,9 @@ def test_compiler_failure_carries_the_log_and_keeps_the_source(tmp_path):
     with pytest.raises(CompileError) as info:
         host.compile_shared_object("broken", SOURCE + "this is not C++;\n", DiskCache(tmp_path))
     message = str(info.value)
-    assert "a gompute bug" in message and "this is not C++" in message
+    assert isinstance(info.value, g.SourceRejected)
+    assert "the host C++ compiler failed" in message and "this is not C++" in message
+    assert "gompute bug" not in message  # the source may be the user's (g.RawKernel)
     path = re.search(r"source: (\S+)", message).group(1)
     assert open(path).read().endswith("this is not C++;\n") and "/failed/" in path
 
@@ -117,3 +120,17 @@ def test_compiler_failure_carries_the_log_and_keeps_the_source(tmp_path):
 def test_target_cpu_is_what_march_native_means():
     cpu = host.find_compiler().target_cpu
     assert cpu and " " not in cpu
+
+
+def test_a_raw_kernels_bad_source_is_the_users_and_generated_code_that_fails_is_gomputes(monkeypatch):
+    with pytest.raises(g.SourceRejected) as raw:
+        g.RawKernel(SOURCE + "this is not C++;\n", "broken_raw", backend=g.Backend.host)
+    assert "gompute bug" not in str(raw.value) and "this is not C++" in str(raw.value)
+
+    from gompute.lang import kernel as lang_kernel
+    from tests.map.kernels import double
+
+    monkeypatch.setattr(lang_kernel, "module_source", lambda specs, backend: "this is not C++ either;\n")
+    with pytest.raises(g.SourceRejected, match="gompute generated code that does not compile .a gompute bug") as ours:
+        lang_kernel.compile_module([double.specialize(g.f32)], "host", None, "broken_generated")
+    assert ours.value.source_dir is not None and "this is not C++ either" in str(ours.value)

@@ -197,6 +197,11 @@ def generic_bad(a):
     return a % "x"  # refused
 
 
+def attribute_of_a_local(x: g.f32) -> g.f32:
+    y = x
+    return y.real  # refused
+
+
 CASES = [
     (subscript, "subscripting"),
     (list_literal, "a list"),
@@ -233,6 +238,7 @@ CASES = [
     (bad_annotation, "annotate it"),
     (expression_statement, "no effect"),
     (generic_bad, "not a number"),
+    (attribute_of_a_local, "y.real: y is a scalar of the kernel, which has no attributes"),  # was "not defined"
 ]
 
 

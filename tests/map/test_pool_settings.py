@@ -91,3 +91,25 @@ def test_maps_are_exact_under_every_pool_setting(threads, spin_us, tmp_path):
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600, env=env)
     output = f"exit status {result.returncode}\n{result.stdout}{result.stderr}"
     assert result.returncode == 0 and result.stdout.strip() == "ok", output
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "warned"),
+    [
+        ("GOMPUTE_HOST_THREADS", "abc", True),
+        ("GOMPUTE_HOST_THREADS", "8abc", True),  # atoi read 8
+        ("GOMPUTE_HOST_THREADS", "0", True),
+        ("GOMPUTE_HOST_THREADS", "99999", True),
+        ("GOMPUTE_HOST_THREADS", " 3 ", False),
+        ("GOMPUTE_HOST_THREADS", "", False),
+        ("GOMPUTE_HOST_SPIN_US", "fast", True),  # atoi read 0: never spin
+        ("GOMPUTE_HOST_SPIN_US", "0", False),
+    ],
+)
+def test_a_setting_the_pool_ignores_is_warned_about(name, value, warned):
+    """Values C++ could not read fell back to the default, or to what atoi made of them, silently."""
+    code = "import numpy as np, gompute as g; g.runtime.host.Compute.init().alloc(8)"
+    env = {**os.environ, name: value}
+    result = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert (f"{name}={value!r} is not a whole number" in result.stderr) == warned, result.stderr

@@ -214,6 +214,15 @@ def test_cpu_arm_is_harmless_to_hold(cpu_arm):
         assert c.backend is g.Backend.cpu
 
 
+def test_a_raw_kernel_on_the_cpu_arm_says_to_name_the_host(monkeypatch):
+    """It said "kernels compile for host, cuda or hip, not <Backend.cpu: 'cpu'>", about an
+    argument the caller never passed."""
+    monkeypatch.setenv("GOMPUTE_BACKEND", "cpu")
+    for make in (lambda: g.RawKernel("", "k"), lambda: g.raw_kernel_by_name(None, "k")):
+        with pytest.raises(g.BackendUnavailable, match=r"backend=g\.Backend\.host builds it for the CPU"):
+            make()
+
+
 def test_probe_falls_back_to_the_cpu_arm_with_each_reason(no_env_backend):
     if any(_usable(b) for b in GPU_BACKENDS):
         pytest.skip("a GPU backend is usable here, so the probe does not fall back")

@@ -9,6 +9,7 @@ scenario as a test of its own.
 
 from __future__ import annotations
 
+import ctypes.util
 import json
 import os
 import subprocess
@@ -47,6 +48,7 @@ BATCHES = {
     "no_device": Batch(env={"FAKE_CUDA_DEVICES": "0"}),
     "old_driver": Batch(library="old"),
     "missing_library": Batch(library="missing"),
+    "not_cuda": Batch(library="not_cuda"),
 }
 SCENARIOS: dict[str, list] = {name: [] for name in BATCHES}
 
@@ -389,6 +391,12 @@ def a_driver_without_culaunchkernel_is_too_old():
     _assert_unavailable("driver too old: ", "(from GOMPUTE_LIBCUDA) lacks cuLaunchKernel")
 
 
+@scenario("not_cuda")
+def a_library_that_is_not_a_cuda_driver_says_so():
+    """The C math library said "driver too old", as though an update would help."""
+    _assert_unavailable("not a CUDA driver: ", "(from GOMPUTE_LIBCUDA) lacks cuInit")
+
+
 @scenario("missing_library")
 def a_missing_override_library_says_where_it_looked():
     _assert_unavailable("library not found (tried ", "no-such-libcuda.so (from GOMPUTE_LIBCUDA)")
@@ -417,6 +425,7 @@ def fake_libcuda(cxx, tmp_path_factory) -> dict[str, Path]:
         "fake": out / "libcuda-fake.so",
         "old": out / "libcuda-old.so",
         "missing": out / "no-such-libcuda.so",
+        "not_cuda": Path(ctypes.util.find_library("m") or "libm.so.6"),  # a library, but no driver
     }
     builds = []
     for name, defines in (("fake", []), ("old", ["-DFAKE_CUDA_OLD"])):
