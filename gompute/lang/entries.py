@@ -207,16 +207,17 @@ def _tile_buffers(symbol: str, inputs, output) -> list[str]:
     in the thread's one allocation (host_strided.h)."""
     types = [storage_ctype(p.type) for p in inputs]
     sizes = [
-        f"gompute_tile_bytes<{ctype}>(tile && strides.strides[{k}][1] != 1, tile_height)"
+        f"gompute_tile_bytes<{ctype}>(tile && strides.strides[{k}][1] != 1, tile_height, tile_pitch)"
         for k, ctype in enumerate(types)
     ]
     out_type = storage_ctype(output.type)
     lines = [
         f"  const bool far = tile && gompute_tile_far<{', '.join(types)}>((int64_t)len);",
         f"  const int64_t tile_rows = gompute_tile_rows<{', '.join(types)}>(far);",
+        f"  const int64_t tile_cols = gompute_tile_cols<{', '.join(types)}>(), tile_pitch = gompute_tile_pitch(tile_cols);",
         "  const int64_t tile_height = !tile ? 0 : strides.shape[0] < tile_rows ? strides.shape[0] : tile_rows;",
         *(f"  const size_t tile_bytes{k} = {size};" for k, size in enumerate(sizes)),
-        f"  const size_t stream_bytes = gompute_tile_bytes<{out_type}>(far && GOMPUTE_CAN_STREAM, 1);",
+        f"  const size_t stream_bytes = gompute_tile_bytes<{out_type}>(far && GOMPUTE_CAN_STREAM, 1, tile_pitch);",
         f"  const size_t tile_bytes = {' + '.join([*(f'tile_bytes{k}' for k in range(len(inputs))), 'stream_bytes'])};",
         "  unsigned char* const tiles = tile_bytes ? gompute_tile_memory(tile_bytes) : nullptr;",
         "  if (tile_bytes && !tiles)",
@@ -267,8 +268,8 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
         "      const uint64_t ra = base / cols, rb = (end + cols - 1) / cols;",
         "      for (uint64_t r = ra; r < rb; r += tile_rows) {",
         "        const int64_t t = rb - r < tile_rows ? (int64_t)(rb - r) : tile_rows;",
-        "        for (int64_t c = 0; c < (int64_t)cols; c += GOMPUTE_TILE_COLS) {",
-        "          const int64_t m = (int64_t)cols - c < GOMPUTE_TILE_COLS ? (int64_t)cols - c : GOMPUTE_TILE_COLS;",
+        "        for (int64_t c = 0; c < (int64_t)cols; c += tile_cols) {",
+        "          const int64_t m = (int64_t)cols - c < tile_cols ? (int64_t)cols - c : tile_cols;",
         "          const uint64_t first = r * cols + (uint64_t)c, last = (r + t - 1) * cols + (uint64_t)(c + m);",
         "          if (end <= first || base >= last) continue;",
     ]
@@ -276,12 +277,12 @@ def _host_strided(unit, entry, structs, call_name: str) -> list[str]:
         st = f"strides.strides[{k}]"
         lines += [
             f"          const auto* p{k} = {p.name} + (int64_t)r * {st}[0] + c * {st}[1];",
-            f"          if (tiled{k}) gompute_gather_tile(t{k}, p{k}, {st}[1], t, m, (int64_t)cols - c);",
+            f"          if (tiled{k}) gompute_gather_tile(t{k}, p{k}, {st}[1], t, m, (int64_t)cols - c, tile_pitch);",
         ]
     # A far tile GOMPUTE_PREFETCH_MIN bytes wide or more prefetches the next one and streams its
     # rows of GOMPUTE_STREAM_MIN bytes or more; a narrower one goes row by row as it is.
     o = pointers[out].name
-    after = "gompute_tile_after(r, t, c, m, end, cols, tile_rows)"
+    after = "gompute_tile_after(r, t, c, m, end, cols, tile_rows, tile_cols)"
     lines += [
         f"          if (far && m * (int64_t)sizeof *{o} >= GOMPUTE_PREFETCH_MIN) {{",
         f"            const gompute_next_tile next = {after};",
@@ -320,7 +321,7 @@ def _tile_row_loop(unit, call_name: str, pointers, wide: bool) -> list[str]:
     ]
     for k in range(out):
         st = f"strides.strides[{k}]"
-        row = f"t{k} + i * GOMPUTE_TILE_PITCH + j0"
+        row = f"t{k} + i * tile_pitch + j0"
         walked = f"gompute_source({row}, p{k} + i * {st}[0] + j0 * {st}[1], {st}[1], j1 - j0)"
         lines.append(f"{pad}const auto* s{k} = tiled{k} ? {row} : {walked};")
     target = f"{pointers[out].name} + (int64_t)(r + i) * strides.strides[{out}][0] + c + j0"

@@ -109,15 +109,17 @@ def mix3(a: g.f32, b: g.f32, c: g.f32) -> g.f32:
     return a * 2 - b + c * 3
 
 
-# The 2-D tile path (host_strided.h): below 16 MB, tiles of 16 rows by 256 columns, the columns of
-# 2-byte elements in 16 x 16 register transposes, of 4-byte ones in 8 x 8, of 8-byte ones in 4 x 4,
+# The 2-D tile path (host_strided.h): below 16 MB, tiles of 16 rows by 256 columns (1024 of 1-byte
+# elements, 512 of 2-byte ones), the columns of 1- and 2-byte elements in 16 x 16 register
+# transposes, of 4-byte ones in 8 x 8, of 8-byte ones in 4 x 4,
 # rows and columns past the last whole block element by element; shapes that are not multiples of
 # either, a single tile, one row or column of tiles, a last tile of fewer rows than a block or not
 # a multiple of one, and block ranges (32 or 256 elements, times the pool's grain) that start and
 # end mid-row, their first and last rows clipped.
 TILE_SHAPES = [
     (2, 2), (3, 1000), (1000, 3), (17, 129), (8, 256), (16, 256), (15, 264), (64, 64), (65, 136), (33, 300),
-    (9, 513), (257, 131), (1, 500), (500, 1), (133, 70), (262, 40), (517, 20), (1030, 9),
+    (9, 513), (257, 131), (1, 500), (500, 1), (133, 70), (262, 40), (517, 20), (1030, 9), (17, 1030),
+    (33, 2100),
 ]  # fmt: skip
 
 
@@ -126,20 +128,22 @@ def affine_any_small_blocks(x):
     return x * 2 + 1
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int8, np.uint8])
 @pytest.mark.parametrize("kernel", [affine_any, affine_any_small_blocks])
 @pytest.mark.parametrize("shape", TILE_SHAPES)
 def test_tiled_transpose_writes_only_its_view(kernel, shape, dtype):
     rows, cols = shape
-    x = _f32(rows * cols, seed=3).astype(dtype).reshape(cols, rows).T
+    values = _f32(rows * cols, seed=3) * (5 if np.dtype(dtype).kind in "iu" else 1)  # within int8
+    x = (np.abs(values) if np.dtype(dtype).kind == "u" else values).astype(dtype).reshape(cols, rows).T
     assert x.shape == shape
-    base = np.full((rows + 2, cols + 5), np.nan, dtype)
+    fill = np.iinfo(dtype).max if np.dtype(dtype).kind in "iu" else np.nan
+    base = np.full((rows + 2, cols + 5), fill, dtype)
     out = base[1 : rows + 1, 2 : cols + 2]
     g.map(kernel)(x, out=out)
     np.testing.assert_array_equal(out, x * 2 + 1)
     untouched = np.ones(base.shape, bool)
     untouched[1 : rows + 1, 2 : cols + 2] = False
-    assert np.isnan(base[untouched]).all()
+    np.testing.assert_array_equal(base[untouched], fill)
 
 
 @pytest.mark.parametrize("shape", [(37, 23), (129, 300), (300, 129), (40, 1)])
@@ -196,8 +200,9 @@ def test_tiled_transposes_of_two_element_sizes(shape):
     np.testing.assert_array_equal(g.map(mix)(c, b), c * 2.0 - b)
 
 
-# From 16 MB on, tiles as high as a 1 KB run of the widest input: 128 rows of f64, 256 of f32, 512
-# of f16, 1024 of i8, with a last tile (and the pool's block ranges) of other heights.
+# From 16 MB on, tiles of 256 KB of the widest input: 128 rows of f64, 256 of f32, f16 and i8 (in
+# rows of 256, 256, 512 and 1024 columns), with a last tile (and the pool's block ranges) of other
+# heights.
 LARGE_TILES = [
     (np.float64, (1501, 1400)),
     (np.float32, (2100, 2000)),

@@ -183,15 +183,15 @@ GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {
 // contiguous along the rows while some input is contiguous down the columns (outer stride 1,
 // inner stride not). Walking such an input along the rows touches a new cache line (and soon a
 // new page) per element. Instead the rows of a block range go in tiles of gompute_tile_rows<S...>
-// rows by GOMPUTE_TILE_COLS columns: each such input is gathered by reading down its columns, a
+// rows by gompute_tile_cols<S...> columns: each such input is gathered by reading down its columns, a
 // tile's height of contiguous elements at a time, into a tile buffer (a transpose in register
 // blocks), and the rows function then runs on each row of the tile, the first and last rows
 // clipped to the block range. The output, contiguous along the rows, is never one of the
 // transposed inputs, so each tile may be read in full before it is written.
 //
 // The tile's height depends on where the input is likely to come from. An array of 16 MB or
-// more (far in the cache hierarchy, or in memory) goes in tiles as tall as a 1 KB run of the
-// widest input type (256 rows of f32), so each column is read 16 lines at a time, a sequential
+// more (far in the cache hierarchy, or in memory) goes in tiles of 256 KB of the widest input
+// type (256 rows of f32), so each column of f32 is read 16 lines at a time, a sequential
 // run a hardware prefetcher can follow (the VM has no counters to confirm it); the buffer, 264 KB
 // an input, stays in L2. At 3162 x 3162 f32 on the 2-core VM that took the transpose from
 // 1.83-1.91x the contiguous time (16-row tiles) to 1.35-1.57x (f64, 128 rows: 1.71 -> 1.30x; f16,
@@ -203,10 +203,10 @@ GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {
 // A far tile also prefetches the next tile's input into L2 as its rows run, and streams its rows
 // out where the CPU can (gompute_stream, below).
 #define GOMPUTE_TILE_ROWS 16
-#define GOMPUTE_TILE_RUN 1024
 #define GOMPUTE_TILE_FAR (16 << 20)
 #define GOMPUTE_TILE_COLS 256
-#define GOMPUTE_TILE_PITCH (GOMPUTE_TILE_COLS + 8)
+#define GOMPUTE_TILE_ROW_BYTES 1024
+#define GOMPUTE_TILE_FAR_BYTES (256 << 10)
 #define GOMPUTE_TILE_PREFETCH 32
 
 // The size of the widest of types S (1 for none: an entry without inputs is never tiled).
@@ -224,10 +224,26 @@ GOMPUTE_FN bool gompute_tile_far(int64_t elements) {
   return (uint64_t)elements * gompute_widest<S...>() >= GOMPUTE_TILE_FAR;
 }
 
-// The rows of a tile of inputs of types S, far or not.
+// The columns of a tile of inputs of types S: GOMPUTE_TILE_COLS, or as many as a 1 KB row of the
+// widest input where that is more (inputs of 1 and 2 bytes). Rows of 256 bytes of int8 ran the
+// rows function four times as often as f32's for the same bytes: an int8 transpose of 8192^2
+// took 10.2 ms with them, 7.5 ms in rows of 1024 (same-process A/B on the Zen 4 VM); f16 3162^2
+// 3.5 -> 3.0 ms in rows of 512.
+template <typename... S>
+GOMPUTE_FN int64_t gompute_tile_cols() {
+  const int64_t widest = (int64_t)gompute_widest<S...>();
+  return widest * GOMPUTE_TILE_COLS >= GOMPUTE_TILE_ROW_BYTES ? GOMPUTE_TILE_COLS : GOMPUTE_TILE_ROW_BYTES / widest;
+}
+
+// A tile's buffers hold rows of pitch elements: its columns, and 8 more, so that the rows do not
+// all start at the same place of a cache set.
+GOMPUTE_FN int64_t gompute_tile_pitch(int64_t cols) { return cols + 8; }
+
+// The rows of a tile of inputs of types S, far or not: a far one holds 256 KB of its widest
+// input (256 rows of f32, f16 or bytes, 128 of f64), whose columns it reads 1 KB at a time (f32).
 template <typename... S>
 GOMPUTE_FN int64_t gompute_tile_rows(bool far) {
-  return far ? GOMPUTE_TILE_RUN / (int64_t)gompute_widest<S...>() : GOMPUTE_TILE_ROWS;
+  return far ? GOMPUTE_TILE_FAR_BYTES / (gompute_tile_cols<S...>() * (int64_t)gompute_widest<S...>()) : GOMPUTE_TILE_ROWS;
 }
 
 // Where the tile after the one of rows [r, r + t) and columns [c, c + m) is, in a block range's
@@ -237,15 +253,16 @@ GOMPUTE_FN int64_t gompute_tile_rows(bool far) {
 struct gompute_next_tile {
   int64_t rows, cols, dr, dc, per_row;
 };
-GOMPUTE_FN gompute_next_tile gompute_tile_after(uint64_t r, int64_t t, int64_t c, int64_t m, uint64_t end, uint64_t cols, int64_t tile_rows) {
+GOMPUTE_FN gompute_next_tile gompute_tile_after(uint64_t r, int64_t t, int64_t c, int64_t m, uint64_t end, uint64_t cols,
+                                                int64_t tile_rows, int64_t tile_cols) {
   gompute_next_tile next = {t, 0, 0, m, 0};
   if (c + m < (int64_t)cols) {
     const int64_t right = (int64_t)cols - c - m;
-    next.cols = right < GOMPUTE_TILE_COLS ? right : GOMPUTE_TILE_COLS;
+    next.cols = right < tile_cols ? right : tile_cols;
   } else {
     const uint64_t rb = (end + cols - 1) / cols, below = rb > r + (uint64_t)t ? rb - r - (uint64_t)t : 0;
     next.rows = below < (uint64_t)tile_rows ? (int64_t)below : tile_rows;
-    next.cols = (int64_t)cols < GOMPUTE_TILE_COLS ? (int64_t)cols : GOMPUTE_TILE_COLS;
+    next.cols = (int64_t)cols < tile_cols ? (int64_t)cols : tile_cols;
     next.dr = t;
     next.dc = -c;
   }
@@ -254,12 +271,12 @@ GOMPUTE_FN gompute_next_tile gompute_tile_after(uint64_t r, int64_t t, int64_t c
   return next;
 }
 
-// The tile buffers of one call of a strided entry. An input has one, `rows` rows of
-// GOMPUTE_TILE_PITCH elements 64-byte aligned, where it is `needed`: a transpose, or strided along
-// the rows too (gathered row by row into it).
+// The tile buffers of one call of a strided entry. An input has one, `rows` rows of `pitch`
+// elements 64-byte aligned, where it is `needed`: a transpose, or strided along the rows too
+// (gathered row by row into it).
 template <typename S>
-GOMPUTE_FN size_t gompute_tile_bytes(bool needed, int64_t rows) {
-  return needed ? ((size_t)rows * GOMPUTE_TILE_PITCH * sizeof(S) + 63) & ~(size_t)63 : 0;
+GOMPUTE_FN size_t gompute_tile_bytes(bool needed, int64_t rows, int64_t pitch) {
+  return needed ? ((size_t)rows * (size_t)pitch * sizeof(S) + 63) & ~(size_t)63 : 0;
 }
 
 // The tile buffers of the calling thread, kept from call to call: one allocation per thread (and
@@ -303,16 +320,17 @@ GOMPUTE_FN bool gompute_tile_layout(const gompute_strides<N>& s) {
 #define GOMPUTE_REGISTER_TRANSPOSE 1
 // Loaded and stored with memcpy, which is an unaligned vector move: a template argument loses a
 // typedef's aligned() attribute, and with it the vector type assumes its full alignment.
+typedef uint8_t gompute_v16b __attribute__((vector_size(16)));
 typedef uint16_t gompute_v16h __attribute__((vector_size(32)));
 typedef uint32_t gompute_v8u __attribute__((vector_size(32)));
 typedef uint64_t gompute_v4d __attribute__((vector_size(32)));
 
 // An 8 x 8 block of 4-byte elements (V: 8 of them), transposed in registers:
-// b[i * GOMPUTE_TILE_PITCH + j] = p[i + j * step] for i, j < 8, the elements moved as bits
+// b[i * pitch + j] = p[i + j * step] for i, j < 8, the elements moved as bits
 // (floats or integers alike). The shuffles are AVX's unpack, shuffle and 128-bit permute
 // steps, written portably.
 template <typename V, typename E>
-GOMPUTE_FN void gompute_transpose_8x8(E* o, const E* q, int64_t step) {
+GOMPUTE_FN void gompute_transpose_8x8(E* o, const E* q, int64_t step, int64_t pitch) {
   V r[8], t[8];
   for (int k = 0; k < 8; ++k) memcpy(&r[k], q + k * step, sizeof(V));
   for (int k = 0; k < 8; k += 2) {
@@ -329,15 +347,17 @@ GOMPUTE_FN void gompute_transpose_8x8(E* o, const E* q, int64_t step) {
     t[k] = __builtin_shufflevector(r[k], r[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
     t[k + 4] = __builtin_shufflevector(r[k], r[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
   }
-  for (int k = 0; k < 8; ++k) memcpy(o + k * GOMPUTE_TILE_PITCH, &t[k], sizeof(V));
+  for (int k = 0; k < 8; ++k) memcpy(o + k * pitch, &t[k], sizeof(V));
 }
 
-// The same for a 16 x 16 block of 2-byte elements (halves or integers): four perfect shuffles of
-// the rows (row m with row m + 8, their low halves interleaved, then their high halves) transpose
-// it. Twice the elements per instruction of an 8 x 8 block of 16-byte rows: the f16 transposes at
-// 1e7 took 0.73-0.92x the time.
-GOMPUTE_FN void gompute_transpose_16x16(uint16_t* o, const uint16_t* q, int64_t step) {
-  gompute_v16h r[16], t[16];
+// The same for a 16 x 16 block of 2-byte (V: gompute_v16h) or 1-byte (gompute_v16b) elements:
+// four perfect shuffles of the rows (row m with row m + 8, their low halves interleaved, then
+// their high halves) transpose it. For halves, twice the elements per instruction of an 8 x 8
+// block of 16-byte rows: the f16 transposes at 1e7 took 0.73-0.92x the time. Bytes had no
+// register blocks, and an int8 transpose of 8192^2 took 17.8x the contiguous time.
+template <typename V, typename E>
+GOMPUTE_FN void gompute_transpose_16x16(E* o, const E* q, int64_t step, int64_t pitch) {
+  V r[16], t[16];
   for (int k = 0; k < 16; ++k) memcpy(&r[k], q + k * step, sizeof r[k]);
   for (int stage = 0; stage < 4; ++stage) {
     for (int m = 0; m < 8; ++m) {
@@ -346,11 +366,11 @@ GOMPUTE_FN void gompute_transpose_16x16(uint16_t* o, const uint16_t* q, int64_t 
     }
     for (int k = 0; k < 16; ++k) r[k] = t[k];
   }
-  for (int k = 0; k < 16; ++k) memcpy(o + k * GOMPUTE_TILE_PITCH, &r[k], sizeof r[k]);
+  for (int k = 0; k < 16; ++k) memcpy(o + k * pitch, &r[k], sizeof r[k]);
 }
 
 // The same for a 4 x 4 block of 8-byte elements: unpack pairs, then swap 128-bit halves.
-GOMPUTE_FN void gompute_transpose_4x4(uint64_t* o, const uint64_t* q, int64_t step) {
+GOMPUTE_FN void gompute_transpose_4x4(uint64_t* o, const uint64_t* q, int64_t step, int64_t pitch) {
   gompute_v4d r[4], t[4];
   for (int k = 0; k < 4; ++k) memcpy(&r[k], q + k * step, sizeof r[k]);
   for (int k = 0; k < 4; k += 2) {
@@ -361,18 +381,19 @@ GOMPUTE_FN void gompute_transpose_4x4(uint64_t* o, const uint64_t* q, int64_t st
     r[k] = __builtin_shufflevector(t[k], t[k + 2], 0, 1, 4, 5);
     r[k + 2] = __builtin_shufflevector(t[k], t[k + 2], 2, 3, 6, 7);
   }
-  for (int k = 0; k < 4; ++k) memcpy(o + k * GOMPUTE_TILE_PITCH, &r[k], sizeof r[k]);
+  for (int k = 0; k < 4; ++k) memcpy(o + k * pitch, &r[k], sizeof r[k]);
 }
 
 // Elements of `bytes` bytes go in register blocks of gompute_block_width<bytes> columns (0: none).
 template <int bytes>
-struct gompute_block_width { static const int value = bytes == 2 ? 16 : bytes == 4 ? 8 : bytes == 8 ? 4 : 0; };
+struct gompute_block_width { static const int value = bytes <= 2 ? 16 : bytes == 4 ? 8 : bytes == 8 ? 4 : 0; };
 
 template <typename S>
-GOMPUTE_FN void gompute_transpose_block(S* o, const S* q, int64_t step) {
-  if constexpr (sizeof(S) == 2) gompute_transpose_16x16((uint16_t*)o, (const uint16_t*)q, step);
-  if constexpr (sizeof(S) == 4) gompute_transpose_8x8<gompute_v8u>((uint32_t*)o, (const uint32_t*)q, step);
-  if constexpr (sizeof(S) == 8) gompute_transpose_4x4((uint64_t*)o, (const uint64_t*)q, step);
+GOMPUTE_FN void gompute_transpose_block(S* o, const S* q, int64_t step, int64_t pitch) {
+  if constexpr (sizeof(S) == 1) gompute_transpose_16x16<gompute_v16b>((uint8_t*)o, (const uint8_t*)q, step, pitch);
+  if constexpr (sizeof(S) == 2) gompute_transpose_16x16<gompute_v16h>((uint16_t*)o, (const uint16_t*)q, step, pitch);
+  if constexpr (sizeof(S) == 4) gompute_transpose_8x8<gompute_v8u>((uint32_t*)o, (const uint32_t*)q, step, pitch);
+  if constexpr (sizeof(S) == 8) gompute_transpose_4x4((uint64_t*)o, (const uint64_t*)q, step, pitch);
 }
 
 // Prefetches the t elements of each of columns [j + GOMPUTE_TILE_PREFETCH, + w) of a tile read down
@@ -401,22 +422,23 @@ GOMPUTE_FN void gompute_prefetch_next(const S* p, int64_t step, const gompute_ne
   }
 }
 
-// b[i * GOMPUTE_TILE_PITCH + j] = p[i + j * step] for i < t, j < m: t rows of m elements of a tile,
-// read down the columns. The whole blocks of 2-, 4- and 8-byte elements go in register transposes,
+// b[i * pitch + j] = p[i + j * step] for i < t, j < m: t rows of m elements of a tile, read down
+// the columns. The whole blocks of 1-, 2-, 4- and 8-byte elements go in register transposes,
 // which prefetch the columns GOMPUTE_TILE_PREFETCH further on (into the next tile, while `ahead`,
 // the columns left from p, allows); the rest element by element.
 template <typename S>
-GOMPUTE_FN void gompute_gather_tile_rows(S* b, const S* p, int64_t step, int64_t t, int64_t m, int64_t ahead) {
+GOMPUTE_FN void gompute_gather_tile_rows(S* b, const S* p, int64_t step, int64_t t, int64_t m, int64_t ahead,
+                                         int64_t pitch) {
   int64_t done = 0, high = 0;  // the columns and rows gathered in register transposes
 #if defined(GOMPUTE_REGISTER_TRANSPOSE)
   constexpr int64_t w = gompute_block_width<sizeof(S)>::value;
-  if constexpr (w > 0) {  // no register blocks for 1-byte elements
+  if constexpr (w > 0) {
     high = t - t % w;
     done = high > 0 ? m - m % w : 0;
     for (int64_t j = 0; j < done; j += w) {
       gompute_prefetch_columns(p, step, j, w, t, ahead);
       for (int64_t i = 0; i < high; i += w)
-        gompute_transpose_block(b + i * GOMPUTE_TILE_PITCH + j, p + i + j * step, step);
+        gompute_transpose_block(b + i * pitch + j, p + i + j * step, step, pitch);
     }
   }
 #endif
@@ -424,20 +446,21 @@ GOMPUTE_FN void gompute_gather_tile_rows(S* b, const S* p, int64_t step, int64_t
   L* lanes = (L*)b;
   for (int64_t j = done; j < m; ++j) {
     const L* q = (const L*)(p + j * step);
-    for (int64_t i = 0; i < t; ++i) lanes[i * GOMPUTE_TILE_PITCH + j] = q[i];
+    for (int64_t i = 0; i < t; ++i) lanes[i * pitch + j] = q[i];
   }
   for (int64_t j = 0; high < t && j < done; ++j) {  // the rows below the last whole block
     const L* q = (const L*)(p + j * step);
-    for (int64_t i = high; i < t; ++i) lanes[i * GOMPUTE_TILE_PITCH + j] = q[i];
+    for (int64_t i = high; i < t; ++i) lanes[i * pitch + j] = q[i];
   }
 }
 
 // The same, compiled apart for tiles of GOMPUTE_TILE_ROWS: with the height known, the blocks and
 // prefetches of a column unroll (a 100 x 100 transpose took 13-22% longer without).
 template <typename S>
-GOMPUTE_ROWS void gompute_gather_tile(S* b, const S* p, int64_t step, int64_t t, int64_t m, int64_t ahead) {
-  if (t == GOMPUTE_TILE_ROWS) return gompute_gather_tile_rows(b, p, step, GOMPUTE_TILE_ROWS, m, ahead);
-  gompute_gather_tile_rows(b, p, step, t, m, ahead);
+GOMPUTE_ROWS void gompute_gather_tile(S* b, const S* p, int64_t step, int64_t t, int64_t m, int64_t ahead,
+                                      int64_t pitch) {
+  if (t == GOMPUTE_TILE_ROWS) return gompute_gather_tile_rows(b, p, step, GOMPUTE_TILE_ROWS, m, ahead, pitch);
+  gompute_gather_tile_rows(b, p, step, t, m, ahead, pitch);
 }
 
 // Streaming (non-temporal) stores, for a transpose's output far in memory: its rows go out 1 KB to

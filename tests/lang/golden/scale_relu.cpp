@@ -85,9 +85,10 @@ GOMPUTE_HOST_KERNEL(scale_relu__strided) {
   const bool tiled0 = tile && gompute_tiled(strides, 0);
   const bool far = tile && gompute_tile_far<float>((int64_t)len);
   const int64_t tile_rows = gompute_tile_rows<float>(far);
+  const int64_t tile_cols = gompute_tile_cols<float>(), tile_pitch = gompute_tile_pitch(tile_cols);
   const int64_t tile_height = !tile ? 0 : strides.shape[0] < tile_rows ? strides.shape[0] : tile_rows;
-  const size_t tile_bytes0 = gompute_tile_bytes<float>(tile && strides.strides[0][1] != 1, tile_height);
-  const size_t stream_bytes = gompute_tile_bytes<float>(far && GOMPUTE_CAN_STREAM, 1);
+  const size_t tile_bytes0 = gompute_tile_bytes<float>(tile && strides.strides[0][1] != 1, tile_height, tile_pitch);
+  const size_t stream_bytes = gompute_tile_bytes<float>(far && GOMPUTE_CAN_STREAM, 1, tile_pitch);
   const size_t tile_bytes = tile_bytes0 + stream_bytes;
   unsigned char* const tiles = tile_bytes ? gompute_tile_memory(tile_bytes) : nullptr;
   if (tile_bytes && !tiles)
@@ -116,14 +117,14 @@ GOMPUTE_HOST_KERNEL(scale_relu__strided) {
       const uint64_t ra = base / cols, rb = (end + cols - 1) / cols;
       for (uint64_t r = ra; r < rb; r += tile_rows) {
         const int64_t t = rb - r < tile_rows ? (int64_t)(rb - r) : tile_rows;
-        for (int64_t c = 0; c < (int64_t)cols; c += GOMPUTE_TILE_COLS) {
-          const int64_t m = (int64_t)cols - c < GOMPUTE_TILE_COLS ? (int64_t)cols - c : GOMPUTE_TILE_COLS;
+        for (int64_t c = 0; c < (int64_t)cols; c += tile_cols) {
+          const int64_t m = (int64_t)cols - c < tile_cols ? (int64_t)cols - c : tile_cols;
           const uint64_t first = r * cols + (uint64_t)c, last = (r + t - 1) * cols + (uint64_t)(c + m);
           if (end <= first || base >= last) continue;
           const auto* p0 = in0 + (int64_t)r * strides.strides[0][0] + c * strides.strides[0][1];
-          if (tiled0) gompute_gather_tile(t0, p0, strides.strides[0][1], t, m, (int64_t)cols - c);
+          if (tiled0) gompute_gather_tile(t0, p0, strides.strides[0][1], t, m, (int64_t)cols - c, tile_pitch);
           if (far && m * (int64_t)sizeof *out >= GOMPUTE_PREFETCH_MIN) {
-            const gompute_next_tile next = gompute_tile_after(r, t, c, m, end, cols, tile_rows);
+            const gompute_next_tile next = gompute_tile_after(r, t, c, m, end, cols, tile_rows, tile_cols);
             const auto* n0 = p0 + next.dr * strides.strides[0][0] + next.dc * strides.strides[0][1];
             for (int64_t i = 0; i < t; ++i) {
               if (tiled0) gompute_prefetch_next(n0, strides.strides[0][1], next, i);
@@ -131,7 +132,7 @@ GOMPUTE_HOST_KERNEL(scale_relu__strided) {
               const int64_t j0 = base > at ? (int64_t)(base - at) : 0;
               const int64_t j1 = end < at + (uint64_t)m ? (int64_t)(end - at) : m;
               if (j0 >= j1) continue;
-              const auto* s0 = tiled0 ? t0 + i * GOMPUTE_TILE_PITCH + j0 : gompute_source(t0 + i * GOMPUTE_TILE_PITCH + j0, p0 + i * strides.strides[0][0] + j0 * strides.strides[0][1], strides.strides[0][1], j1 - j0);
+              const auto* s0 = tiled0 ? t0 + i * tile_pitch + j0 : gompute_source(t0 + i * tile_pitch + j0, p0 + i * strides.strides[0][0] + j0 * strides.strides[0][1], strides.strides[0][1], j1 - j0);
               auto* d = out + (int64_t)(r + i) * strides.strides[1][0] + c + j0;
               const bool streaming = stream && (j1 - j0) * sizeof *d >= GOMPUTE_STREAM_MIN;
               auto* s1 = streaming ? streamed : d;
@@ -144,7 +145,7 @@ GOMPUTE_HOST_KERNEL(scale_relu__strided) {
               const int64_t j0 = base > at ? (int64_t)(base - at) : 0;
               const int64_t j1 = end < at + (uint64_t)m ? (int64_t)(end - at) : m;
               if (j0 >= j1) continue;
-              const auto* s0 = tiled0 ? t0 + i * GOMPUTE_TILE_PITCH + j0 : gompute_source(t0 + i * GOMPUTE_TILE_PITCH + j0, p0 + i * strides.strides[0][0] + j0 * strides.strides[0][1], strides.strides[0][1], j1 - j0);
+              const auto* s0 = tiled0 ? t0 + i * tile_pitch + j0 : gompute_source(t0 + i * tile_pitch + j0, p0 + i * strides.strides[0][0] + j0 * strides.strides[0][1], strides.strides[0][1], j1 - j0);
               auto* s1 = out + (int64_t)(r + i) * strides.strides[1][0] + c + j0;
               gompute_kernel_scale_relu_rows(s0, s1, j1 - j0, params);
             }
