@@ -214,7 +214,8 @@ def _tile_buffers(symbol: str, inputs, output) -> list[str]:
     lines = [
         f"  const bool far = tile && gompute_tile_far<{', '.join(types)}>((int64_t)len);",
         f"  const int64_t tile_rows = gompute_tile_rows<{', '.join(types)}>(far);",
-        f"  const int64_t tile_cols = gompute_tile_cols<{', '.join(types)}>(), tile_pitch = gompute_tile_pitch(tile_cols);",
+        f"  const int64_t tile_cols = gompute_tile_cols<{', '.join(types)}>();",
+        "  const int64_t tile_pitch = gompute_tile_pitch(tile_cols);",
         "  const int64_t tile_height = !tile ? 0 : strides.shape[0] < tile_rows ? strides.shape[0] : tile_rows;",
         *(f"  const size_t tile_bytes{k} = {size};" for k, size in enumerate(sizes)),
         f"  const size_t stream_bytes = gompute_tile_bytes<{out_type}>(far && GOMPUTE_CAN_STREAM, 1, tile_pitch);",

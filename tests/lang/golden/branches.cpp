@@ -106,7 +106,8 @@ GOMPUTE_HOST_KERNEL(branches__strided) {
   const bool tiled0 = tile && gompute_tiled(strides, 0);
   const bool far = tile && gompute_tile_far<double>((int64_t)len);
   const int64_t tile_rows = gompute_tile_rows<double>(far);
-  const int64_t tile_cols = gompute_tile_cols<double>(), tile_pitch = gompute_tile_pitch(tile_cols);
+  const int64_t tile_cols = gompute_tile_cols<double>();
+  const int64_t tile_pitch = gompute_tile_pitch(tile_cols);
   const int64_t tile_height = !tile ? 0 : strides.shape[0] < tile_rows ? strides.shape[0] : tile_rows;
   const size_t tile_bytes0 = gompute_tile_bytes<double>(tile && strides.strides[0][1] != 1, tile_height, tile_pitch);
   const size_t stream_bytes = gompute_tile_bytes<double>(far && GOMPUTE_CAN_STREAM, 1, tile_pitch);

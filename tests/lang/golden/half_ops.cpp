@@ -65,7 +65,8 @@ GOMPUTE_HOST_KERNEL(half_ops__strided) {
   const bool tiled1 = tile && gompute_tiled(strides, 1);
   const bool far = tile && gompute_tile_far<gompute_f16, gompute_f16>((int64_t)len);
   const int64_t tile_rows = gompute_tile_rows<gompute_f16, gompute_f16>(far);
-  const int64_t tile_cols = gompute_tile_cols<gompute_f16, gompute_f16>(), tile_pitch = gompute_tile_pitch(tile_cols);
+  const int64_t tile_cols = gompute_tile_cols<gompute_f16, gompute_f16>();
+  const int64_t tile_pitch = gompute_tile_pitch(tile_cols);
   const int64_t tile_height = !tile ? 0 : strides.shape[0] < tile_rows ? strides.shape[0] : tile_rows;
   const size_t tile_bytes0 = gompute_tile_bytes<gompute_f16>(tile && strides.strides[0][1] != 1, tile_height, tile_pitch);
   const size_t tile_bytes1 = gompute_tile_bytes<gompute_f16>(tile && strides.strides[1][1] != 1, tile_height, tile_pitch);
