@@ -237,7 +237,7 @@ class _Call:
         for s in shapes:
             for d, extent in enumerate(s, len(shape) - len(s)):
                 if extent != 1 and shape[d] not in (1, extent):
-                    listed = ", ".join(str(shape) for shape in shapes)
+                    listed = ", ".join(str(each) for each in shapes)
                     raise ArgumentError(f"{self.kernel.name}: input shapes {listed} do not broadcast together")
                 if extent != 1:
                     shape[d] = extent
