@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from gpu_check import per_call_ms
 from gpu_kernels import scale_relu
 
 import gompute as g
@@ -160,17 +161,14 @@ def interop_scenarios(gpu, check) -> None:
         out = cupy.empty_like(x)
         k1, k3 = g.map(scale_relu), g.map(fused)
 
-        def ms(fn, repeats=5):
+        def ms(fn):
             start, end = cupy.cuda.Event(), cupy.cuda.Event()
-            fn()
-            times = []
-            for _ in range(repeats):
-                start.record()
-                fn()
-                end.record()
+
+            def elapsed() -> float:
                 end.synchronize()
-                times.append(cupy.cuda.get_elapsed_time(start, end))
-            return float(np.median(times))
+                return cupy.cuda.get_elapsed_time(start, end)
+
+            return per_call_ms(fn, start.record, end.record, elapsed)
 
         copy = ms(lambda: out.__setitem__(slice(None), x))
         one = ms(lambda: k1(x, out=out, scale=2))
@@ -193,17 +191,14 @@ def interop_scenarios(gpu, check) -> None:
         out = torch.empty_like(x)
         k1, k3 = g.map(scale_relu), g.map(fused)
 
-        def ms(fn, repeats=5):
+        def ms(fn):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            fn()
-            times = []
-            for _ in range(repeats):
-                start.record()
-                fn()
-                end.record()
+
+            def elapsed() -> float:
                 end.synchronize()
-                times.append(start.elapsed_time(end))
-            return float(np.median(times))
+                return start.elapsed_time(end)
+
+            return per_call_ms(fn, start.record, end.record, elapsed)
 
         torch_one = ms(lambda: torch.mul(x, 2, out=out).relu_())
         one = ms(lambda: k1(x, out=out, scale=2))
