@@ -180,7 +180,25 @@ def interop_scenarios(gpu, check) -> None:
         gb = lambda arrays, t: arrays * n * 4 / (t / 1e3) / 1e9  # noqa: E731
         return (
             f"1e8 f32: copy {gb(2, copy):.0f} GB/s; scale_relu {gb(2, one):.0f} GB/s ({copy / one:.2f}x copy); "
-            f"fused 3-input {gb(4, three):.0f} GB/s vs CuPy ElementwiseKernel {gb(4, cupy_three):.0f} GB/s"
+            f"fused 3-input {gb(4, three):.0f} GB/s vs CuPy ElementwiseKernel {gb(4, cupy_three):.0f} GB/s "
+            f"({cupy_three / three:.2f}x ours); {allocations(k1, x, out, n)}"
+        )
+
+    def allocations(k1, x, out, n: int) -> str:
+        """What a map over 1e8 elements allocates: its result from CuPy's pool, nothing of gompute's."""
+        pool = cupy.get_default_memory_pool()
+        pool_before, ours_before = pool.used_bytes(), g.runtime.stats()["bytes_live"]
+        made = k1(x, scale=2)
+        cupy.cuda.Device().synchronize()
+        new_result = pool.used_bytes() - pool_before
+        ours = g.runtime.stats()["bytes_live"] - ours_before
+        k1(x, out=out, scale=2)
+        cupy.cuda.Device().synchronize()
+        with_out = pool.used_bytes() - pool_before - new_result
+        del made
+        return (
+            f"memory: a new result took {new_result} bytes of CuPy's pool ({new_result / (n * 4):.2f}x its "
+            f"{n * 4} bytes), out= {with_out} more, gompute's own allocations {ours} bytes"
         )
 
     def torch_bandwidth():
