@@ -53,6 +53,8 @@ if missing := missing_requirements():
         "`pip install --no-build-isolation --no-index --find-links build/gpu-wheels -e .`"
     )
 
+from gpu_targets import targets_table  # noqa: E402
+
 import gompute as g  # noqa: E402 - after the check, which names what an import would only fail on
 from gompute.backend import cuda_version  # noqa: E402
 from gompute.demo import SCALE_RELU_PTX, Params  # noqa: E402
@@ -93,12 +95,14 @@ DONE:
 class Check:
     """Collects (scenario, ok, figure) rows; a scenario that raises is a FAIL with its error
     (on one line, cut to `FIGURE_CHARS`; the traceback goes to stderr). `on_row` is called
-    after each row."""
+    after each row. Scenarios store the numbers issue 5's targets are judged on in `figures`
+    (gpu_targets.py names the keys)."""
 
     FIGURE_CHARS = 400
 
     def __init__(self, on_row=None):
         self.rows: list[tuple[str, bool, str]] = []
+        self.figures: dict[str, float | str] = {}
         self.on_row = on_row
 
     def run(self, name: str, fn) -> None:
@@ -148,6 +152,27 @@ def per_call_ms(fn, start, end, elapsed, calls: int = 20, repeats: int = 7) -> f
         end()
         times.append(elapsed() / calls)
     return float(np.median(times))
+
+
+WARM_UPS, BATCH, BATCHES = 50, 500, 20
+
+
+def host_us(fn, sync) -> float:
+    """Median microseconds of host time one `fn()` takes to submit, over `BATCHES` batches of
+    `BATCH` calls, each begun on an idle device (`sync()`), after `WARM_UPS` calls. A batch is
+    short enough that the driver's launch queue (about a thousand launches) does not fill, so
+    the figure is the host's cost of a call, not how fast the GPU drains tiny kernels."""
+    for _ in range(WARM_UPS):
+        fn()
+    per = []
+    for _ in range(BATCHES):
+        sync()
+        start = time.perf_counter()
+        for _ in range(BATCH):
+            fn()
+        per.append((time.perf_counter() - start) / BATCH)
+    sync()
+    return float(np.median(per)) * 1e6
 
 
 def event_ms(gpu, stream, fn, calls: int = 20, repeats: int = 7) -> float:
@@ -244,29 +269,15 @@ def scenarios(gpu, check: Check) -> None:
         return f"1e8 f32: copy {gbps(moved, copy / 1e3)}, hand-written scale_relu {gbps(moved, run / 1e3)} ({copy / run:.2f}x copy)"
 
     def launch_overhead():
-        # Batches of 500 from an idle device: short enough that the driver's launch queue does
-        # not fill, so the figure is the host's cost, not how fast the GPU drains tiny kernels.
         kernel = gpu.load_module(ADD_ONE_PTX).get_kernel("add_one")
-        batch, batches = 500, 20
         with gpu.alloc(4) as buf:
             buf.upload(np.zeros(1, np.float32))
             args = [buf.arg_ptr(), g.interface.arg(g.u64(1))]
-            for _ in range(100):
-                kernel.launch(1, 1, 0, args)
-            per = []
-            for _ in range(batches):
-                gpu.synchronize()
-                t = time.perf_counter()
-                for _ in range(batch):
-                    kernel.launch(1, 1, 0, args)
-                per.append((time.perf_counter() - t) / batch)
-            gpu.synchronize()
+            us = host_us(lambda: kernel.launch(1, 1, 0, args), gpu.synchronize)
             out = np.zeros(1, np.float32)
             buf.download(out)
-        assert out[0] == batch * batches + 100, out
-        return (
-            f"{np.median(per) * 1e6:.2f} us per kernel.launch (host side, cached args, median of {batches} x {batch})"
-        )
+        assert out[0] == WARM_UPS + BATCH * BATCHES, out
+        return f"{us:.2f} us per kernel.launch (host side, cached args, median of {BATCHES} x {BATCH})"
 
     def streams_overlap():
         kernel = gpu.load_module(SCALE_RELU_PTX).get_kernel("scale_relu")
@@ -426,10 +437,19 @@ def main() -> int:
     print(header, flush=True)
     path = args.results / f"gpu_check-{datetime.date.today()}.md"
 
-    def save(extra: str = "") -> None:
+    sweep: list[dict] = []
+
+    def report() -> str:
+        """The scenarios, the targets judged on what they measured so far, the launch sweep."""
+        text = f"{check.table()}\n\n## Targets (issue 5, GPU)\n\n{targets_table(check.figures)}"
+        if sweep:
+            text += f"\n\n## Launch configurations, 1e8 f32, event-timed (g.map launches 256 x per element)\n\n{sweep_table(sweep)}"
+        return text
+
+    def save() -> None:
         if args.save:
             args.results.mkdir(parents=True, exist_ok=True)
-            path.write_text(f"{header}{check.table()}{extra}\n")
+            path.write_text(f"{header}{report()}\n")
 
     check = Check(on_row=save)
     scenarios(gpu, check)
@@ -440,11 +460,8 @@ def main() -> int:
     kernel_scenarios(gpu, check)
     interop_scenarios(gpu, check)
     sweep = tuning_scenarios(gpu, check)
-    extra = ""
-    if sweep:
-        extra = f"\n\n## Launch configurations, 1e8 f32, event-timed (g.map launches 256 x per element)\n\n{sweep_table(sweep)}"
-    print("\n" + check.table() + extra)
-    save(extra)
+    print("\n" + report())
+    save()
     if args.save:
         print(f"saved {path}")
     return 0 if all(ok for _, ok, _ in check.rows) else 1

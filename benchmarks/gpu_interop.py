@@ -9,10 +9,8 @@ skipped (listed as such) when the framework is missing.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
-from gpu_check import per_call_ms
+from gpu_check import host_us, per_call_ms
 from gpu_kernels import scale_relu
 
 import gompute as g
@@ -23,11 +21,16 @@ def fused(a: g.f32, x: g.f32, y: g.f32) -> g.f32:
     return g.clamp(a * x + y, g.f32(-1), g.f32(1))
 
 
-def _try_import(name):
+def _try_import(name: str, label: str) -> tuple[object | None, str]:
+    """The module, or None and the words a skipped row gives: not installed, or why it failed."""
     try:
-        return __import__(name)
-    except Exception:  # noqa: BLE001 - a broken install counts as missing
-        return None
+        return __import__(name), ""
+    except ModuleNotFoundError as e:
+        if e.name != name:  # installed, but something it needs is not
+            return None, f"{label} failed to import: {e}"
+        return None, f"{label} is not installed"
+    except Exception as e:  # noqa: BLE001 - a broken install counts as missing, with its error
+        return None, f"{label} failed to import: {type(e).__name__}: {e}"
 
 
 def expected(x: np.ndarray, scale: float) -> np.ndarray:
@@ -35,9 +38,13 @@ def expected(x: np.ndarray, scale: float) -> np.ndarray:
 
 
 def interop_scenarios(gpu, check) -> None:
-    cupy, torch = _try_import("cupy"), _try_import("torch")
+    (cupy, no_cupy), (torch, no_torch) = _try_import("cupy", "CuPy"), _try_import("torch", "PyTorch")
     if torch is not None and not torch.cuda.is_available():
-        torch = None
+        torch, no_torch = (
+            None,
+            f"PyTorch {torch.__version__} sees no CUDA device (torch.version.cuda {torch.version.cuda})",
+        )
+    figures = check.figures
     rng = np.random.default_rng(1)
     host = rng.standard_normal(1 << 20).astype(np.float32)
 
@@ -62,12 +69,12 @@ def interop_scenarios(gpu, check) -> None:
                 c3 = cupy.from_dlpack(t)
                 assert g.asbuffer(c3).data_addr() == t.data_ptr()
         if not notes:
-            return "skipped: neither CuPy nor PyTorch (CUDA) is installed"
+            return f"skipped: {no_cupy}; {no_torch}"
         return f"Buffer <-> {' <-> '.join(notes)}: same pointers, no copies"
 
     def cupy_streams():
         if cupy is None:
-            return "skipped: CuPy is not installed"
+            return f"skipped: {no_cupy}"
         stream = cupy.cuda.Stream(non_blocking=True)
         with stream:
             x = cupy.asarray(host)
@@ -85,7 +92,7 @@ def interop_scenarios(gpu, check) -> None:
 
     def torch_streams():
         if torch is None:
-            return "skipped: PyTorch with CUDA is not installed"
+            return f"skipped: {no_torch}"
         stream = torch.cuda.Stream()
         with torch.cuda.stream(stream):
             x = torch.from_numpy(host).cuda(non_blocking=True)
@@ -102,7 +109,7 @@ def interop_scenarios(gpu, check) -> None:
 
     def mixed_pipeline():
         if torch is None or cupy is None:
-            return "skipped: needs both CuPy and PyTorch"
+            return f"skipped: {'; '.join(why for why in (no_cupy, no_torch) if why)}"
         t = torch.from_numpy(host).cuda()
         a = g.map(scale_relu)(t, scale=2)  # torch -> torch
         c = cupy.from_dlpack(a)  # -> cupy, no copy
@@ -114,28 +121,12 @@ def interop_scenarios(gpu, check) -> None:
 
     def dispatch_overhead():
         if cupy is None:
-            return "skipped: CuPy is not installed"
+            return f"skipped: {no_cupy}"
         x = cupy.ones(1, dtype=cupy.float32)
         k = g.map(scale_relu)
         ew = cupy.ElementwiseKernel("float32 s", "float32 x", "float y = x * s; x = y > 0 ? y : 0", "scale_relu_ew")
-        count = 5000
-
         buf = gpu.empty(1, g.f32)
         buf.upload(np.ones(1, np.float32))
-
-        def per_call(fn, sync=lambda: cupy.cuda.get_current_stream().synchronize()):
-            for _ in range(50):
-                fn()
-            sync()
-            start = time.perf_counter()
-            for _ in range(count):
-                fn()
-            sync()
-            return (time.perf_counter() - start) / count * 1e6
-
-        ours = [per_call(lambda: k(x, out=x, scale=1)) for _ in range(3)]
-        theirs = [per_call(lambda: ew(np.float32(1), x)) for _ in range(3)]
-        buffers = [per_call(lambda: k(buf, out=buf, scale=1), gpu.synchronize) for _ in range(3)]
         # The baseline of the target: the same loaded kernel launched through the runtime's
         # own launch with its arguments built once, on the stream g.map uses (CuPy's).
         k(x, out=x, scale=1)
@@ -146,16 +137,29 @@ def interop_scenarios(gpu, check) -> None:
             g.interface.arg(g.u64(1)),
             g.interface.arg(g.abi.pack(scale_relu.params_class, scale=1)),
         ]
-        bare = [per_call(lambda: core.launch(g.Dim3(1), g.Dim3(256), 0, args, stream)) for _ in range(3)]
+        cupy_sync = cupy.cuda.get_current_stream().synchronize
+        calls = {
+            "gmap": (lambda: k(x, out=x, scale=1), cupy_sync),
+            "ew": (lambda: ew(np.float32(1), x), cupy_sync),
+            "buffer": (lambda: k(buf, out=buf, scale=1), gpu.synchronize),
+            "bare": (lambda: core.launch(g.Dim3(1), g.Dim3(256), 0, args, stream), cupy_sync),
+        }
+        times = {name: [] for name in calls}
+        for turn in range(3):  # in a rotating order
+            names = list(calls)[turn:] + list(calls)[:turn]
+            for name in names:
+                times[name].append(host_us(*calls[name]))
+        us = {name: float(np.median(t)) for name, t in times.items()}
+        figures.update({f"dispatch.{name}_us": us[name] for name in ("gmap", "ew", "bare")})
         return (
-            f"cached g.map on CuPy {np.median(ours):.1f} us/call ({np.median(ours) / np.median(bare):.2f}x a bare "
-            f"launch of the same kernel, {np.median(bare):.1f} us), on a gompute Buffer {np.median(buffers):.1f} "
-            f"us/call; CuPy ElementwiseKernel {np.median(theirs):.1f} us/call"
+            f"cached g.map on CuPy {us['gmap']:.1f} us/call ({us['gmap'] / us['bare']:.2f}x a bare launch of the "
+            f"same kernel, {us['bare']:.1f} us), on a gompute Buffer {us['buffer']:.1f} us/call; CuPy "
+            f"ElementwiseKernel {us['ew']:.1f} us/call (host time per call, batches of 500 from an idle GPU)"
         )
 
     def bandwidth():
         if cupy is None:
-            return "skipped: CuPy is not installed"
+            return f"skipped: {no_cupy}"
         n = 100_000_000
         a, x, y = (cupy.random.standard_normal(n, dtype=cupy.float32) for _ in range(3))
         out = cupy.empty_like(x)
@@ -170,18 +174,24 @@ def interop_scenarios(gpu, check) -> None:
 
             return per_call_ms(fn, start.record, end.record, elapsed)
 
-        copy = ms(lambda: out.__setitem__(slice(None), x))
-        one = ms(lambda: k1(x, out=out, scale=2))
-        three = ms(lambda: k3(a, x, y, out=out))
-        ew = cupy.ElementwiseKernel(
+        ew1 = cupy.ElementwiseKernel("float32 x, float32 s", "float32 o", "float y = x * s; o = y > 0 ? y : 0", "sr_ew")
+        ew3 = cupy.ElementwiseKernel(
             "float32 a, float32 x, float32 y", "float32 o", "o = min(max(a * x + y, -1.0f), 1.0f)", "fused_ew"
         )
-        cupy_three = ms(lambda: ew(a, x, y, out))
+        copy = ms(lambda: out.__setitem__(slice(None), x))
+        one = ms(lambda: k1(x, out=out, scale=2))
+        cupy_one = ms(lambda: ew1(x, np.float32(2), out))
+        three = ms(lambda: k3(a, x, y, out=out))
+        cupy_three = ms(lambda: ew3(a, x, y, out))
+        figures.update({
+            "cupy.copy_ms": copy, "cupy.scale_relu_ms": one, "cupy.fused_ms": three,
+            "cupy.ew.scale_relu_ms": cupy_one, "cupy.ew.fused_ms": cupy_three,
+        })  # fmt: skip
         gb = lambda arrays, t: arrays * n * 4 / (t / 1e3) / 1e9  # noqa: E731
         return (
-            f"1e8 f32: copy {gb(2, copy):.0f} GB/s; scale_relu {gb(2, one):.0f} GB/s ({copy / one:.2f}x copy); "
-            f"fused 3-input {gb(4, three):.0f} GB/s vs CuPy ElementwiseKernel {gb(4, cupy_three):.0f} GB/s "
-            f"({cupy_three / three:.2f}x ours); {allocations(k1, x, out, n)}"
+            f"1e8 f32: copy {gb(2, copy):.0f} GB/s; scale_relu {gb(2, one):.0f} GB/s ({copy / one:.2f}x copy) vs "
+            f"CuPy ElementwiseKernel {gb(2, cupy_one):.0f} GB/s; fused 3-input {gb(4, three):.0f} GB/s vs "
+            f"ElementwiseKernel {gb(4, cupy_three):.0f} GB/s; {allocations(k1, x, out, n)}"
         )
 
     def allocations(k1, x, out, n: int) -> str:
@@ -196,6 +206,10 @@ def interop_scenarios(gpu, check) -> None:
         cupy.cuda.Device().synchronize()
         with_out = pool.used_bytes() - pool_before - new_result
         del made
+        figures.update({
+            "memory.output_bytes": n * 4, "memory.new_result_bytes": new_result,
+            "memory.out_bytes": with_out, "memory.gompute_bytes": ours,
+        })  # fmt: skip
         return (
             f"memory: a new result took {new_result} bytes of CuPy's pool ({new_result / (n * 4):.2f}x its "
             f"{n * 4} bytes), out= {with_out} more, gompute's own allocations {ours} bytes"
@@ -203,7 +217,7 @@ def interop_scenarios(gpu, check) -> None:
 
     def torch_bandwidth():
         if torch is None:
-            return "skipped: PyTorch with CUDA is not installed"
+            return f"skipped: {no_torch}"
         n = 100_000_000
         a, x, y = (torch.randn(n, device="cuda") for _ in range(3))
         out = torch.empty_like(x)
@@ -222,6 +236,10 @@ def interop_scenarios(gpu, check) -> None:
         one = ms(lambda: k1(x, out=out, scale=2))
         torch_three = ms(lambda: torch.addcmul(y, a, x, out=out).clamp_(-1, 1))
         three = ms(lambda: k3(a, x, y, out=out))
+        figures.update({
+            "torch.scale_relu_ms": one, "torch.expr.scale_relu_ms": torch_one,
+            "torch.fused_ms": three, "torch.expr.fused_ms": torch_three,
+        })  # fmt: skip
         return (
             f"1e8 f32 on torch tensors: scale_relu g.map {one:.2f} ms vs torch mul+relu {torch_one:.2f} ms "
             f"({torch_one / one:.2f}x); fused 3-input g.map {three:.2f} ms vs torch addcmul+clamp "

@@ -162,9 +162,10 @@ def launch_configs(gpu, n: int = N, arch: str | None = None) -> tuple[str, list[
     return "; ".join(figures), rows
 
 
-def vector_loads(gpu, n: int = N + 3) -> str:
+def vector_loads(gpu, n: int = N + 3, figures: dict | None = None) -> str:
     """g.map's scale_relu entry against the float4 one, best grid of each, at block 256 (n is
-    not a multiple of 4, so the check covers the float4 entry's tail)."""
+    not a multiple of 4, so the check covers the float4 entry's tail). The two best times go
+    into `figures` (gpu_targets.py's "float4." keys)."""
     arch = gpu.device_info().arch
     setup = Setup(gpu, n)
     try:
@@ -182,28 +183,49 @@ def vector_loads(gpu, n: int = N + 3) -> str:
     finally:
         setup.free()
     (s_label, s_ms), (v_label, v_ms) = best["scale_relu__out"], best["scale_relu__out_v4"]
+    if figures is not None:
+        figures.update({"float4.scalar_ms": s_ms, "float4.vector_ms": v_ms})
     return (
         f"1e8 f32 scale_relu, block 256: 4-byte loads {setup.gbps(s_ms):.0f} GB/s ({s_label}), "
         f"16-byte loads {setup.gbps(v_ms):.0f} GB/s ({v_label}): {s_ms / v_ms:.2f}x; copy {setup.gbps(setup.copy_ms):.0f} GB/s"
     )
 
 
+def record(figures: dict, rows: list[dict]) -> None:
+    """gpu_targets.py's "tuning." figures of each kernel from the sweep's rows: g.map's own
+    launch (256, per element), the copy time, and the fastest configuration whose result was
+    right."""
+    for name in dict.fromkeys(r["kernel"] for r in rows):
+        timed = [r for r in rows if r["kernel"] == name and r["error"] is None and r["ms"] > 0]
+        ours = next((r for r in timed if r["block"] == 256 and r["grid"] == "per element"), None)
+        if ours is None:
+            continue
+        best = min(timed, key=lambda r: r["ms"])
+        figures.update({
+            f"tuning.{name}.ours_ms": ours["ms"],
+            f"tuning.{name}.copy_ms": ours["ms"] * ours["copy/this"],
+            f"tuning.{name}.best_ms": best["ms"],
+            f"tuning.{name}.best": f"{best['block']} x {best['grid']}",
+        })  # fmt: skip
+
+
 def tuning_scenarios(gpu, check, n: int = N) -> list[dict]:
-    """Runs both scenarios, over `n` elements, into `check`; returns the sweep's rows for
-    gpu_check's saved table."""
+    """Runs both scenarios, over `n` elements, into `check` (figures into `check.figures`);
+    returns the sweep's rows for gpu_check's saved table."""
     arch = gpu.device_info().arch
     rows: list[dict] = []
 
     def configs():
         figure, found = launch_configs(gpu, n, arch)
         rows.extend(found)
+        record(check.figures, found)
         failed = {(r["kernel"], r["block"]): r["error"] for r in found if r["error"]}
         if failed:
             raise AssertionError(f"results differ from NumPy at {sorted(failed)}: {next(iter(failed.values()))}")
         return figure
 
     check.run("launch config: block size x grid", configs)
-    check.run("16-byte loads", lambda: vector_loads(gpu, n + 3))
+    check.run("16-byte loads", lambda: vector_loads(gpu, n + 3, check.figures))
     return rows
 
 

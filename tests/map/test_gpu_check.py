@@ -43,6 +43,11 @@ def test_gpu_check_runs_every_scenario_and_saves_its_table(tmp_path):
     unexpected = [(n, f) for n, r, f in rows if r == "FAIL" and not any(c in f for c in CANNOT_RUN_ON_THE_FAKE)]
     assert not unexpected, unexpected
     assert "driver 12.8" in table and "NVRTC" in table
+    # The targets: none measured on the fake (no CuPy, no CUDA torch, no PTX to time), each
+    # naming a row of the table above that would have measured it.
+    targets = re.findall(r"^\| (.+?) \| not measured \(see (.+)\) \| - \|$", table.split("## Targets")[1], re.M)
+    assert len(targets) == 14, table
+    assert {row.strip("'") for _, seen in targets for row in seen.split(", ")} <= set(names)
     assert run.returncode == 1  # the rows the fake cannot run
 
 

@@ -57,6 +57,7 @@ def test_a_block_size_with_a_wrong_result_fails_the_scenario_and_keeps_the_figur
 
     class Check:  # gpu_check's, reduced to what tuning_scenarios calls
         rows: list = []
+        figures: dict = {}
 
         def run(self, name, fn):
             try:
@@ -71,3 +72,7 @@ def test_a_block_size_with_a_wrong_result_fails_the_scenario_and_keeps_the_figur
     name, ok, figure = check_rows.rows[0]
     assert not ok and "results differ from NumPy at [('gelu', 512), ('scale_relu', 512)]" in figure
     assert "WRONG RESULT" in gpu_tuning.sweep_table(rows)
+    assert set(check_rows.figures) == {
+        f"tuning.{k}.{f}" for k in ("scale_relu", "gelu") for f in ("ours_ms", "copy_ms", "best_ms", "best")
+    }
+    assert all(not check_rows.figures[f"tuning.{k}.best"].startswith("512") for k in ("scale_relu", "gelu"))

@@ -1,0 +1,114 @@
+"""Issue 5's GPU targets, judged from the figures gpu_check.py's scenarios record.
+
+Each scenario that measures something a target reads stores it in `check.figures` under a key
+listed here; `targets(figures)` turns them into (target, measured, met) rows, met None where a
+figure is missing (its scenario failed or was skipped) so the table says what was not measured
+instead of leaving the target out. "Beat or match" allows 5%: event timings of the same kernel
+at 1e8 f32 vary by a few percent from run to run.
+"""
+
+from __future__ import annotations
+
+MATCH = 0.95  # "beat or match": at least this fraction of the other's speed
+BANDWIDTH = 0.9  # of the device-to-device copy of the same bytes
+OVERHEAD = 1.2  # a cached g.map over a bare launch of the same kernel
+
+# key -> what records it, for the "not measured" rows
+SOURCES = {
+    "cupy": "g.map bandwidth at 1e8",
+    "torch": "g.map vs the PyTorch expressions at 1e8",
+    "dispatch": "dispatch overhead vs CuPy",
+    "memory": "g.map bandwidth at 1e8",
+    "tuning": "launch config: block size x grid",
+    "float4": "16-byte loads",
+}
+
+
+def _missing(keys: list[str], figures: dict) -> str | None:
+    absent = [k for k in keys if k not in figures]
+    if not absent:
+        return None
+    rows = sorted({SOURCES[k.split(".")[0]] for k in absent})
+    return "not measured (see " + ", ".join(f"'{r}'" for r in rows) + ")"
+
+
+def targets(figures: dict) -> list[tuple[str, str, bool | None]]:
+    """(target, measured, met) for each GPU target; met is None where it was not measured."""
+    out: list[tuple[str, str, bool | None]] = []
+
+    def add(target: str, keys: list[str], judge) -> None:
+        missing = _missing(keys, figures)
+        if missing:
+            out.append((target, missing, None))
+        else:
+            measured, met = judge(*(figures[k] for k in keys))
+            out.append((target, measured, bool(met)))
+
+    def bandwidth(arrays: int):
+        # copy moves 2 arrays of n, the kernel `arrays`: its bandwidth over the copy's
+        return lambda copy, ms: (f"{arrays / 2 * copy / ms:.2f}x", arrays / 2 * copy / ms >= BANDWIDTH)
+
+    def faster(ours, theirs):
+        return f"{theirs / ours:.2f}x ({ours:.3f} ms vs {theirs:.3f} ms)", theirs / ours >= MATCH
+
+    for name, arrays in (("scale_relu", 2), ("fused", 4)):
+        add(
+            f"g.map {name} on CuPy, 1e8 f32: >= {BANDWIDTH}x device copy bandwidth",
+            ["cupy.copy_ms", f"cupy.{name}_ms"],
+            bandwidth(arrays),
+        )
+    for name in ("scale_relu", "gelu"):
+        add(
+            f"g.map's {name} entry at its launch (256 per element), 1e8 f32: >= {BANDWIDTH}x copy",
+            [f"tuning.{name}.copy_ms", f"tuning.{name}.ours_ms"],
+            bandwidth(2),
+        )
+    for name in ("scale_relu", "fused"):
+        add(
+            f"g.map {name}: beats or matches a CuPy ElementwiseKernel (ElementwiseKernel / g.map time)",
+            [f"cupy.{name}_ms", f"cupy.ew.{name}_ms"],
+            faster,
+        )
+    for name, expression in (("scale_relu", "mul + relu_"), ("fused", "addcmul + clamp_")):
+        add(
+            f"g.map {name}: beats or matches torch {expression} (torch / g.map time)",
+            [f"torch.{name}_ms", f"torch.expr.{name}_ms"],
+            faster,
+        )
+    add(
+        f"cached g.map on a CuPy array: <= {OVERHEAD}x a bare launch through the runtime",
+        ["dispatch.gmap_us", "dispatch.bare_us"],
+        lambda ours, bare: (f"{ours / bare:.2f}x ({ours:.1f} us vs {bare:.1f} us)", ours / bare <= OVERHEAD),
+    )
+    add(
+        "cached g.map on a CuPy array: below CuPy's ElementwiseKernel call",
+        ["dispatch.gmap_us", "dispatch.ew_us"],
+        lambda ours, ew: (f"{ours:.1f} us vs {ew:.1f} us", ours < ew),
+    )
+    add(
+        "map over 1e8 elements allocates nothing beyond its output (CuPy's pool, gompute's own)",
+        ["memory.output_bytes", "memory.new_result_bytes", "memory.out_bytes", "memory.gompute_bytes"],
+        lambda output, new, with_out, own: (
+            f"new result {new} B (output {output} B), out= {with_out} B, gompute's own {own} B",
+            new <= output and with_out == 0 and own == 0,
+        ),
+    )
+    for name in ("scale_relu", "gelu"):
+        add(
+            f"block size and grid: g.map's (256 per element) within 5% of the sweep's best, {name}",
+            [f"tuning.{name}.ours_ms", f"tuning.{name}.best_ms", f"tuning.{name}.best"],
+            lambda ours, best, label: (f"{best / ours:.2f}x the best ({label})", best / ours >= MATCH),
+        )
+    add(
+        "4-byte loads within 5% of 16-byte (float4) ones, so g.map need not vectorize its loads",
+        ["float4.scalar_ms", "float4.vector_ms"],
+        lambda scalar, vector: (f"{vector / scalar:.2f}x float4's speed", vector / scalar >= MATCH),
+    )
+    return out
+
+
+def targets_table(figures: dict) -> str:
+    lines = ["| target | measured | met |", "|---|---|---|"]
+    for target, measured, met in targets(figures):
+        lines.append(f"| {target} | {measured} | {'-' if met is None else 'yes' if met else '**no**'} |")
+    return "\n".join(lines)
