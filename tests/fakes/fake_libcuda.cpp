@@ -2,15 +2,17 @@
 // host memory, so its adapter can be tested on machines without a GPU
 // (GOMPUTE_LIBCUDA=/path/to/this.so). Built by tests/runtime/test_cuda_adapter.py.
 //
-// What it is: one device ("Fake CUDA Device", compute capability FAKE_CUDA_CC or 9.0,
-// 1 GiB, 132 SMs) behind driver 12080, with the real error codes and names. Device
-// pointers are host pointers; every stream runs its work at enqueue, so events record
+// What it is: FAKE_CUDA_DEVICES devices (1 unless set, at most 4; "Fake CUDA Device",
+// compute capability FAKE_CUDA_CC or 9.0, 1 GiB, 132 SMs each) behind driver 12080, with
+// the real error codes and names. Device pointers are host pointers, in one address space
+// as under unified addressing (cuPointerGetAttribute tells a pointer's device and
+// context, interior pointers too); every stream runs its work at enqueue, so events record
 // the time of their enqueue. A module image is a host-ABI shared object
 // (gompute/host_abi.h) standing in for a CUBIN: its kernels are the names in its
 // exported, NULL-terminated `const char* fake_cuda_kernels[]` (the CUBIN's function
 // table), `NAME_gompute_arity` gives a kernel's parameter count, and a launch runs the
 // whole grid in one call of the entry. A trap is CUDA_ERROR_LAUNCH_FAILED, sticky for
-// the rest of the process as on a GPU. Any other image is PTX, which the fake cannot
+// the rest of the process in that device's context, as on a GPU. Any other image is PTX, which the fake cannot
 // JIT: CUDA_ERROR_INVALID_PTX, with a message in the JIT error log.
 //
 // The one asynchrony it has is the legacy default stream's: a synchronous copy from pageable
@@ -26,11 +28,17 @@
 // fills the destination with 0xDB so a caller relying on it sees the damage.
 //
 // Rules: creating, copying, launching and synchronizing need cuInit, a live current
-// context, and no sticky fault; releasing (free, destroy, unload) needs only a valid
-// handle. Releasing the primary context's last reference frees everything it held.
+// context, and no sticky fault in it; releasing (free, destroy, unload) and querying
+// (events, modules, functions, a stream's synchronize) need only a valid handle. Each
+// device has one primary context, which owns what was created while it was current: a
+// stream, event or function of another device's context used in work under this one
+// (a launch, an async copy, an event record, a stream wait) is
+// CUDA_ERROR_INVALID_HANDLE, as on a GPU. Copies take memory of any device (peer access
+// is always on). Releasing a primary context's last reference frees everything it held.
 //
-// Knobs: FAKE_CUDA_INIT_ERROR=<code> (cuInit's result), FAKE_CUDA_DEVICES=0 (no device),
-// and -DFAKE_CUDA_OLD, a library lacking cuLaunchKernel and the CUDA 12.x additions.
+// Knobs: FAKE_CUDA_INIT_ERROR=<code> (cuInit's result), FAKE_CUDA_DEVICES=<0..4> (0: no
+// device), and -DFAKE_CUDA_OLD, a library lacking cuLaunchKernel, cuPointerGetAttribute
+// and the CUDA 12.x additions.
 #include <dlfcn.h>
 #include <elf.h>
 #include <unistd.h>
@@ -91,6 +99,8 @@ constexpr uint64_t kMaxThreadsPerBlock = 1024;
 constexpr unsigned kEventDisableTiming = 0x2;
 constexpr int kJitErrorLogBuffer = 5, kJitErrorLogBufferSize = 6;
 constexpr int kAttrMultiprocessors = 16, kAttrCcMajor = 75, kAttrCcMinor = 76;
+constexpr int kPointerContext = 1, kPointerDeviceOrdinal = 9;  // CU_POINTER_ATTRIBUTE_*
+constexpr int kMaxDevices = 4;
 // CU_STREAM_LEGACY and CU_STREAM_PER_THREAD name the default streams, as nullptr does.
 void* const kStreamLegacy = reinterpret_cast<void*>(0x1);
 void* const kStreamPerThread = reinterpret_cast<void*>(0x2);
@@ -114,9 +124,8 @@ struct Handles {
   T* find(void* handle) const { auto it = live.find(handle); return it == live.end() ? nullptr : it->second.get(); }
 };
 
-// The device's primary context and everything created in it.
-struct Context {
-  int refs = 0;
+// What a device's primary context holds: everything created while it was current.
+struct Objects {
   size_t used = 0;
   std::map<CUdeviceptr, size_t> allocations;  // address -> size
   std::map<void*, size_t> pinned;
@@ -127,10 +136,16 @@ struct Context {
   std::vector<std::function<void()>> legacy_tail;  // synchronous copies not landed yet, oldest first
 };
 
-std::mutex g_mu;  // guards everything below but g_sticky and t_current
+// A device's primary context.
+struct Context {
+  int refs = 0;
+  Objects objects;
+  std::atomic<CUresult> sticky{CUDA_SUCCESS};  // a kernel fault, for good
+};
+
+std::mutex g_mu;  // guards everything below but the contexts' sticky faults and t_current
 std::atomic<bool> g_initialized{false};
-Context g_ctx;
-std::atomic<CUresult> g_sticky{CUDA_SUCCESS};  // a kernel fault, for good
+Context g_contexts[kMaxDevices];
 thread_local Context* t_current = nullptr;
 using Lock = std::lock_guard<std::mutex>;
 
@@ -138,44 +153,67 @@ int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::atoi(v) : fallback;
 }
-int device_count() { return std::clamp(env_int("FAKE_CUDA_DEVICES", 1), 0, 1); }
+int device_count() { return std::clamp(env_int("FAKE_CUDA_DEVICES", 1), 0, kMaxDevices); }
 
-// The check every creating, copying, launching or synchronizing call starts with (g_mu held).
+// The check every creating, copying, launching or synchronizing call starts with (g_mu
+// held); on success t_current is the context the call works in.
 CUresult in_context() {
   if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (t_current != &g_ctx || g_ctx.refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
-  return g_sticky.load();
+  if (!t_current || t_current->refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  return t_current->sticky.load();
 }
+Objects& current() { return t_current->objects; }
 CUresult check_device(CUdevice dev) {
   if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   return dev >= 0 && dev < device_count() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
-bool known_stream(void* s) {
-  return s == nullptr || s == kStreamLegacy || s == kStreamPerThread || g_ctx.streams.find(s);
+bool default_stream(void* s) { return s == nullptr || s == kStreamLegacy || s == kStreamPerThread; }
+// Whether `s` is a default stream or one of the current context's (g_mu held).
+bool known_stream(void* s) { return default_stream(s) || current().streams.find(s); }
+
+// The live contexts' objects, and the one whose `Handles` member lists `handle` (g_mu held).
+template <typename Visit>
+void for_each_context(Visit visit) {
+  for (Context& ctx : g_contexts)
+    if (ctx.refs > 0) visit(ctx);
 }
+template <typename T>
+std::pair<Context*, T*> owner(void* handle, Handles<T> Objects::*kind) {
+  Context* found = nullptr;
+  T* object = nullptr;
+  for_each_context([&](Context& ctx) {
+    if (T* o = (ctx.objects.*kind).find(handle)) found = &ctx, object = o;
+  });
+  return {found, object};
+}
+uintptr_t address(CUdeviceptr p) { return uintptr_t(p); }
+uintptr_t address(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+// The context whose allocation (or pinned block) holds [p, p + n), if any (g_mu held).
+template <typename Address>
+Context* holder(Address p, size_t n, std::map<Address, size_t> Objects::*kind) {
+  Context* found = nullptr;
+  for_each_context([&](Context& ctx) {
+    const auto& blocks = ctx.objects.*kind;
+    auto it = blocks.upper_bound(p);
+    if (it == blocks.begin()) return;
+    --it;
+    size_t at = size_t(address(p) - address(it->first));
+    if (at <= it->second && n <= it->second - at) found = &ctx;
+  });
+  return found;
+}
+bool on_device(CUdeviceptr p, size_t n) { return holder(p, n, &Objects::allocations); }
+bool in_pinned(const void* p, size_t n) { return holder(const_cast<void*>(p), n, &Objects::pinned); }
+
 // Whether work on `s` waits for the legacy default stream's (a known stream; g_mu held).
-bool syncs_with_legacy(void* s) {
-  Stream* stream = s == nullptr || s == kStreamLegacy || s == kStreamPerThread ? nullptr : g_ctx.streams.find(s);
+bool syncs_with_legacy(Objects& objects, void* s) {
+  Stream* stream = default_stream(s) ? nullptr : objects.streams.find(s);
   return !stream || !(stream->flags & kStreamNonBlocking);
 }
 // Lands the legacy stream's early-returned copies (g_mu held).
-void finish_legacy_tail() {
-  for (auto& land : g_ctx.legacy_tail) land();
-  g_ctx.legacy_tail.clear();
-}
-bool in_pinned(const void* p, size_t n) {
-  auto it = g_ctx.pinned.upper_bound(const_cast<void*>(p));
-  if (it == g_ctx.pinned.begin()) return false;
-  --it;
-  size_t at = static_cast<const char*>(p) - static_cast<const char*>(it->first);
-  return at <= it->second && n <= it->second - at;
-}
-// Whether [p, p + n) lies inside one allocation.
-bool on_device(CUdeviceptr p, size_t n) {
-  auto it = g_ctx.allocations.upper_bound(p);
-  if (it == g_ctx.allocations.begin()) return false;
-  --it;
-  return p - it->first <= it->second && n <= it->second - (p - it->first);
+void finish_legacy_tail(Objects& objects) {
+  for (auto& land : objects.legacy_tail) land();
+  objects.legacy_tail.clear();
 }
 
 void move_bytes(CUdeviceptr dst, CUdeviceptr src, size_t n, bool device_to_device) {
@@ -194,15 +232,15 @@ CUresult copy(CUdeviceptr dst, CUdeviceptr src, size_t n, bool dst_device, bool 
     if (CUresult r = in_context()) return r;
     if (!known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
     if ((dst_device && !on_device(dst, n)) || (src_device && !on_device(src, n))) return CUDA_ERROR_INVALID_VALUE;
-    if (syncs_with_legacy(stream)) finish_legacy_tail();
+    if (syncs_with_legacy(current(), stream)) finish_legacy_tail(current());
     if (synchronous && dst_device && src_device) {
-      g_ctx.legacy_tail.push_back([=] { move_bytes(dst, src, n, true); });
+      current().legacy_tail.push_back([=] { move_bytes(dst, src, n, true); });
       return CUDA_SUCCESS;
     }
     if (synchronous && dst_device && !in_pinned(reinterpret_cast<const void*>(src), n)) {
       auto staged = std::make_shared<std::vector<char>>(reinterpret_cast<const char*>(src),
                                                         reinterpret_cast<const char*>(src) + n);
-      g_ctx.legacy_tail.push_back([=] { std::memcpy(reinterpret_cast<void*>(dst), staged->data(), n); });
+      current().legacy_tail.push_back([=] { std::memcpy(reinterpret_cast<void*>(dst), staged->data(), n); });
       return CUDA_SUCCESS;
     }
   }
@@ -248,8 +286,8 @@ void* open_image(const std::string& elf) {
 
 CUresult event_elapsed(float* ms, void* start, void* end) {
   Lock lock(g_mu);
-  Event* a = g_ctx.events.find(start);
-  Event* b = g_ctx.events.find(end);
+  Event* a = owner(start, &Objects::events).second;
+  Event* b = owner(end, &Objects::events).second;
   if (!ms) return CUDA_ERROR_INVALID_VALUE;
   if (!a || !b || !a->recorded || !b->recorded || ((a->flags | b->flags) & kEventDisableTiming))
     return CUDA_ERROR_INVALID_HANDLE;
@@ -323,31 +361,33 @@ FAKE_API CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
 FAKE_API CUresult cuDevicePrimaryCtxRetain(void** ctx, CUdevice dev) {
   Lock lock(g_mu);
   if (CUresult r = check_device(dev)) return r;
-  g_ctx.refs++;
-  *ctx = &g_ctx;
+  g_contexts[dev].refs++;
+  *ctx = &g_contexts[dev];
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   Lock lock(g_mu);
   if (CUresult r = check_device(dev)) return r;
-  if (g_ctx.refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
-  if (--g_ctx.refs > 0) return CUDA_SUCCESS;
-  finish_legacy_tail();
-  for (auto& [ptr, size] : g_ctx.allocations) std::free(reinterpret_cast<void*>(ptr));
-  for (auto& [ptr, size] : g_ctx.pinned) std::free(ptr);
-  g_ctx = Context{};  // unloads the modules too
+  Context& ctx = g_contexts[dev];
+  if (ctx.refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (--ctx.refs > 0) return CUDA_SUCCESS;
+  finish_legacy_tail(ctx.objects);
+  for (auto& [ptr, size] : ctx.objects.allocations) std::free(reinterpret_cast<void*>(ptr));
+  for (auto& [ptr, size] : ctx.objects.pinned) std::free(ptr);
+  ctx.objects = Objects{};  // unloads the modules too
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuCtxSetCurrent(void* ctx) {
   if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (ctx && ctx != &g_ctx) return CUDA_ERROR_INVALID_CONTEXT;
-  t_current = static_cast<Context*>(ctx);
+  auto* c = static_cast<Context*>(ctx);
+  if (c && !(c >= g_contexts && c < g_contexts + device_count())) return CUDA_ERROR_INVALID_CONTEXT;
+  t_current = c;
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuCtxSynchronize() {
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
-  finish_legacy_tail();
+  finish_legacy_tail(current());
   return CUDA_SUCCESS;
 }
 
@@ -357,22 +397,23 @@ FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr* ptr, size_t n) {
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
   if (!ptr || n == 0) return CUDA_ERROR_INVALID_VALUE;
-  if (n > kTotalMemory - g_ctx.used) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (n > kTotalMemory - current().used) return CUDA_ERROR_OUT_OF_MEMORY;
   void* p = std::aligned_alloc(kAlignment, (n + kAlignment - 1) / kAlignment * kAlignment);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   *ptr = CUdeviceptr(p);
-  g_ctx.allocations[*ptr] = n;
-  g_ctx.used += n;
+  current().allocations[*ptr] = n;
+  current().used += n;
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuMemFree_v2(CUdeviceptr ptr) {
   Lock lock(g_mu);
-  auto it = g_ctx.allocations.find(ptr);
-  if (it == g_ctx.allocations.end()) return CUDA_ERROR_INVALID_VALUE;
-  finish_legacy_tail();  // cuMemFree waits for the device
+  Context* ctx = holder(ptr, 0, &Objects::allocations);
+  if (!ctx || !ctx->objects.allocations.count(ptr)) return CUDA_ERROR_INVALID_VALUE;  // not an allocation's start
+  Objects& objects = ctx->objects;
+  finish_legacy_tail(objects);  // cuMemFree waits for the device
   std::free(reinterpret_cast<void*>(ptr));
-  g_ctx.used -= it->second;
-  g_ctx.allocations.erase(it);
+  objects.used -= objects.allocations[ptr];
+  objects.allocations.erase(ptr);
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuMemAllocHost_v2(void** ptr, size_t n) {
@@ -380,15 +421,31 @@ FAKE_API CUresult cuMemAllocHost_v2(void** ptr, size_t n) {
   if (CUresult r = in_context()) return r;
   if (!ptr || n == 0) return CUDA_ERROR_INVALID_VALUE;
   if (!(*ptr = std::malloc(n))) return CUDA_ERROR_OUT_OF_MEMORY;
-  g_ctx.pinned[*ptr] = n;
+  current().pinned[*ptr] = n;
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuMemFreeHost(void* ptr) {
   Lock lock(g_mu);
-  if (!g_ctx.pinned.erase(ptr)) return CUDA_ERROR_INVALID_VALUE;
+  Context* ctx = holder(ptr, 0, &Objects::pinned);
+  if (!ctx || !ctx->objects.pinned.erase(ptr)) return CUDA_ERROR_INVALID_VALUE;
   std::free(ptr);
   return CUDA_SUCCESS;
 }
+#ifndef FAKE_CUDA_OLD
+FAKE_API CUresult cuPointerGetAttribute(void* data, int attribute, CUdeviceptr ptr) {
+  Lock lock(g_mu);
+  if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!data) return CUDA_ERROR_INVALID_VALUE;
+  Context* ctx = holder(ptr, 0, &Objects::allocations);
+  if (!ctx) ctx = holder(reinterpret_cast<void*>(ptr), 0, &Objects::pinned);
+  if (!ctx) return CUDA_ERROR_INVALID_VALUE;  // not memory the driver knows
+  switch (attribute) {
+    case kPointerContext: return *static_cast<void**>(data) = ctx, CUDA_SUCCESS;
+    case kPointerDeviceOrdinal: return *static_cast<int*>(data) = int(ctx - g_contexts), CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+#endif
 FAKE_API CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) {
   return copy(d, CUdeviceptr(s), n, true, false, nullptr, true);
 }
@@ -413,43 +470,49 @@ FAKE_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, v
 FAKE_API CUresult cuStreamCreate(void** stream, unsigned flags) {
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
-  *stream = g_ctx.streams.add(std::make_unique<Stream>(Stream{flags}));
+  *stream = current().streams.add(std::make_unique<Stream>(Stream{flags}));
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuStreamDestroy_v2(void* stream) {
   Lock lock(g_mu);
-  return g_ctx.streams.live.erase(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  Context* ctx = owner(stream, &Objects::streams).first;
+  return ctx && ctx->objects.streams.live.erase(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 FAKE_API CUresult cuStreamSynchronize(void* stream) {
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
-  if (!known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  if (syncs_with_legacy(stream)) finish_legacy_tail();
+  Objects* objects = default_stream(stream) ? &current() : nullptr;  // a created stream: its own context's
+  if (!objects)
+    if (Context* ctx = owner(stream, &Objects::streams).first) objects = &ctx->objects;
+  if (!objects) return CUDA_ERROR_INVALID_HANDLE;
+  if (syncs_with_legacy(*objects, stream)) finish_legacy_tail(*objects);
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuStreamWaitEvent(void* stream, void* event, unsigned) {
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
-  return known_stream(stream) && g_ctx.events.find(event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  // The event may be another device's: the driver allows a wait across devices.
+  return known_stream(stream) && owner(event, &Objects::events).second ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 FAKE_API CUresult cuEventCreate(void** event, unsigned flags) {
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
   auto e = std::make_unique<Event>();
   e->flags = flags;
-  *event = g_ctx.events.add(std::move(e));
+  *event = current().events.add(std::move(e));
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuEventDestroy_v2(void* event) {
   Lock lock(g_mu);
-  return g_ctx.events.live.erase(event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  Context* ctx = owner(event, &Objects::events).first;
+  return ctx && ctx->objects.events.live.erase(event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 FAKE_API CUresult cuEventRecord(void* event, void* stream) {
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
-  Event* e = g_ctx.events.find(event);
+  Event* e = current().events.find(event);
   if (!e || !known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  if (syncs_with_legacy(stream)) finish_legacy_tail();
+  if (syncs_with_legacy(current(), stream)) finish_legacy_tail(current());
   e->recorded = true;
   e->when = Clock::now();
   return CUDA_SUCCESS;
@@ -457,7 +520,7 @@ FAKE_API CUresult cuEventRecord(void* event, void* stream) {
 FAKE_API CUresult cuEventSynchronize(void* event) {
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
-  return g_ctx.events.find(event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  return owner(event, &Objects::events).second ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 FAKE_API CUresult cuEventQuery(void* event) { return cuEventSynchronize(event); }  // all work is done
 FAKE_API CUresult cuEventElapsedTime(float* ms, void* start, void* end) { return event_elapsed(ms, start, end); }
@@ -493,21 +556,21 @@ FAKE_API CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned 
     functions.push_back(std::move(f));
   }
   if (!names) return CUDA_ERROR_INVALID_IMAGE;
-  for (auto& f : functions) m->functions.push_back(g_ctx.functions.add(std::move(f)));
-  *module = g_ctx.modules.add(std::move(m));
+  for (auto& f : functions) m->functions.push_back(current().functions.add(std::move(f)));
+  *module = current().modules.add(std::move(m));
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuModuleUnload(void* module) {
   Lock lock(g_mu);
-  Module* m = g_ctx.modules.find(module);
+  auto [ctx, m] = owner(module, &Objects::modules);
   if (!m) return CUDA_ERROR_INVALID_HANDLE;
-  for (Function* f : m->functions) g_ctx.functions.live.erase(f);
-  g_ctx.modules.live.erase(module);
+  for (Function* f : m->functions) ctx->objects.functions.live.erase(f);
+  ctx->objects.modules.live.erase(module);
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuModuleGetFunction(void** function, void* module, const char* name) {
   Lock lock(g_mu);
-  Module* m = g_ctx.modules.find(module);
+  Module* m = owner(module, &Objects::modules).second;
   if (!m) return CUDA_ERROR_INVALID_HANDLE;
   for (Function* f : m->functions)
     if (f->name == name) return *function = f, CUDA_SUCCESS;
@@ -517,14 +580,14 @@ FAKE_API CUresult cuModuleGetFunction(void** function, void* module, const char*
 #ifndef FAKE_CUDA_OLD
 FAKE_API CUresult cuModuleGetFunctionCount(unsigned* count, void* module) {
   Lock lock(g_mu);
-  Module* m = g_ctx.modules.find(module);
+  Module* m = owner(module, &Objects::modules).second;
   if (!m) return CUDA_ERROR_INVALID_HANDLE;
   *count = unsigned(m->functions.size());
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuModuleEnumerateFunctions(void** functions, unsigned n, void* module) {
   Lock lock(g_mu);
-  Module* m = g_ctx.modules.find(module);
+  Module* m = owner(module, &Objects::modules).second;
   if (!m) return CUDA_ERROR_INVALID_HANDLE;
   if (!functions && n) return CUDA_ERROR_INVALID_VALUE;
   std::copy_n(m->functions.begin(), std::min<size_t>(n, m->functions.size()), functions);
@@ -532,14 +595,14 @@ FAKE_API CUresult cuModuleEnumerateFunctions(void** functions, unsigned n, void*
 }
 FAKE_API CUresult cuFuncGetName(const char** name, void* function) {
   Lock lock(g_mu);
-  Function* f = g_ctx.functions.find(function);
+  Function* f = owner(function, &Objects::functions).second;
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
   *name = f->name.c_str();
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuFuncGetParamInfo(void* function, size_t index, size_t* offset, size_t* size) {
   Lock lock(g_mu);
-  Function* f = g_ctx.functions.find(function);
+  Function* f = owner(function, &Objects::functions).second;
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
   if (f->arity < 0) return CUDA_ERROR_NOT_SUPPORTED;
   if (index >= size_t(f->arity) || !offset) return CUDA_ERROR_INVALID_VALUE;
@@ -564,17 +627,19 @@ void trap(const gompute_host_launch* launch, const char* message) {
 FAKE_API CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                  unsigned bz, unsigned shared_bytes, void* stream, void** params, void** extra) {
   Function fn;
+  Context* ctx = nullptr;
   {
     Lock lock(g_mu);
     if (CUresult r = in_context()) return r;
-    Function* f = g_ctx.functions.find(function);
+    Function* f = current().functions.find(function);  // another context's: an invalid handle here
     if (!f || !known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
     if (extra) return CUDA_ERROR_NOT_SUPPORTED;
-    if (syncs_with_legacy(stream)) finish_legacy_tail();
+    if (syncs_with_legacy(current(), stream)) finish_legacy_tail(current());
     if (!gx || !gy || !gz || !bx || !by || !bz || uint64_t(bx) * by * bz > kMaxThreadsPerBlock ||
         (f->arity > 0 && !params))
       return CUDA_ERROR_INVALID_VALUE;
     fn = *f;  // the kernel runs without the lock, so launches from several threads overlap
+    ctx = t_current;
   }
   std::vector<unsigned char> shared(shared_bytes);
   LaunchFault fault{&fn.name};
@@ -592,7 +657,7 @@ FAKE_API CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsig
   fn.entry(&launch);
   if (fault.trapped) {
     CUresult none = CUDA_SUCCESS;
-    g_sticky.compare_exchange_strong(none, CUDA_ERROR_LAUNCH_FAILED);
+    ctx->sticky.compare_exchange_strong(none, CUDA_ERROR_LAUNCH_FAILED);
   }
   return CUDA_SUCCESS;  // a fault surfaces at the next synchronize, as on a GPU
 }
