@@ -43,7 +43,7 @@ $(FAKE_CUDA): tests/fakes/fake_libcuda.cpp gompute/include/gompute/host_abi.h
 
 test: $(STAMP) $(FAKE_CUDA)
 	$(PY) -m pytest -q
-	GOMPUTE_LIBCUDA=$(abspath $(FAKE_CUDA)) $(PY) -m pytest -q tests/runtime tests/interop tests/map/test_gpu_paths.py tests/map/test_gpu_tuning.py tests/map/test_gpu_check.py
+	GOMPUTE_LIBCUDA=$(abspath $(FAKE_CUDA)) FAKE_CUDA_DEVICES=2 $(PY) -m pytest -q tests/runtime tests/interop tests/map/test_gpu_paths.py tests/map/test_gpu_tuning.py tests/map/test_gpu_check.py tests/map/test_gpu_devices.py
 
 BENCH_STAMP := $(VENV)/.gompute-bench
 $(BENCH_STAMP): $(STAMP)

@@ -2,6 +2,7 @@
 // PyTorch's NumPy view, __cuda_array_interface__ v3, and versioned DLPack (see array_view.h).
 #include "array_view.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <tuple>
@@ -194,9 +195,9 @@ bool ArrayView::from_cuda_array_interface(PyObject* obj, bool writable) {
     if (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != ndim) return true;
     for (Py_ssize_t i = 0; i < ndim; ++i) steps[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides, i));
   }
-  // The device: the framework's `device.id` (CuPy) or `device.index` (torch), else 0, as
-  // the general path reads it.
-  int ordinal = 0;
+  // The device: the framework's `device.id` (CuPy) or `device.index` (torch), else the
+  // driver's word on the pointer, else 0, as the general path reads it.
+  int ordinal = -1;
   if (PyObject* device = PyObject_GetAttrString(obj, "device")) {
     PyObject* id = PyObject_GetAttrString(device, "id");
     if (!id) {
@@ -206,11 +207,14 @@ bool ArrayView::from_cuda_array_interface(PyObject* obj, bool writable) {
     if (id && PyLong_Check(id)) ordinal = int(PyLong_AsLong(id));
     Py_XDECREF(id);
     Py_DECREF(device);
+  } else if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+    PyErr_Clear();  // no `device`: the driver tells
   }
   if (PyErr_Occurred()) {
     PyErr_Clear();
     return true;
   }
+  if (ordinal < 0) ordinal = std::max(pointer_device(BackendKind::cuda, address), 0);
   data_ = address;
   kind_ = BackendKind::cuda;
   ordinal_ = ordinal;

@@ -318,6 +318,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("probe", [](int kind) { return probe(BackendKind(kind)); }, py::arg("kind"),
         "(usable, reason, driver_version, device_count) for backend kind 0 cuda, 1 hip, 2 host.");
   m.def("device_info", [](int kind, int ordinal) { return device_info(BackendKind(kind), ordinal); });
+  m.def("pointer_device", [](int kind, uint64_t ptr) { return pointer_device(BackendKind(kind), ptr); },
+        py::arg("kind"), py::arg("ptr"),
+        "The device `ptr` points into, as the driver tells (cuPointerGetAttribute), or -1 where it cannot.");
   m.def("from_dlpack", from_dlpack, py::arg("capsule"), py::arg("what"), py::arg("readonly") = false,
         "The array in a DLPack capsule as a Buffer (the capsule is consumed); `readonly` where the "
         "producer's arrays are immutable whatever the capsule's flags say.");

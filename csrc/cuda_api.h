@@ -28,6 +28,7 @@ constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+constexpr int CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
 
 struct Api {
   CUresult (*cuInit)(unsigned);
@@ -73,6 +74,8 @@ struct Api {
   CUresult (*cuModuleEnumerateFunctions)(CUfunction*, unsigned, CUmodule);
   CUresult (*cuFuncGetName)(const char**, CUfunction);
   CUresult (*cuFuncGetParamInfo)(CUfunction, size_t, size_t*, size_t*);
+  // In every driver since CUDA 4.0; looked up the same way so a library without it still loads.
+  CUresult (*cuPointerGetAttribute)(void*, int, CUdeviceptr);
 };
 
 }  // namespace gompute::cuda_api

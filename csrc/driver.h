@@ -97,6 +97,9 @@ class Driver {
   virtual std::vector<std::string> module_function_names(ModuleHandle module) = 0;
   // The function's parameter count, where the driver can tell (else -1).
   virtual int function_arg_count(FunctionHandle fn) { return -1; }
+  // The device whose memory `ptr` points into (allocated or registered there), or -1
+  // where the driver cannot tell: memory it does not know, or no such query.
+  virtual int pointer_device(DevicePtr ptr) { return -1; }
 
   // args[i] points at argument i's storage, arg_sizes[i] bytes; the storage may be
   // reused as soon as launch returns (the GPU drivers copy it, so must the host).
@@ -117,6 +120,10 @@ class Driver {
 
 // The process-wide driver of each backend, created on first use.
 Driver& driver(BackendKind kind);
+
+// The device `ptr` points into on `kind`'s driver, or -1 where it cannot tell (the
+// backend unavailable, memory it does not know).
+int pointer_device(BackendKind kind, DevicePtr ptr);
 
 std::unique_ptr<Driver> make_cuda_driver();
 std::unique_ptr<Driver> make_hip_driver();

@@ -175,6 +175,13 @@ class CudaDriver final : public Driver {
     while ((r = api_.cuFuncGetParamInfo(fn, i, &offset, &size)) == CUDA_SUCCESS) ++i;
     return r == CUDA_ERROR_INVALID_VALUE ? static_cast<int>(i) : -1;
   }
+  int pointer_device(DevicePtr ptr) override {
+    int ordinal = -1;
+    if (!api_.cuPointerGetAttribute ||
+        api_.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr) != CUDA_SUCCESS)
+      return -1;
+    return ordinal;
+  }
 
   void launch(FunctionHandle fn, Dim3 g, Dim3 b, uint32_t shared, StreamHandle s, void* const* args, const size_t*,
               size_t, KeepAlive, bool) override {
@@ -263,6 +270,7 @@ class CudaDriver final : public Driver {
         lib_.symbol<decltype(api_.cuModuleEnumerateFunctions)>("cuModuleEnumerateFunctions");
     api_.cuFuncGetName = lib_.symbol<decltype(api_.cuFuncGetName)>("cuFuncGetName");
     api_.cuFuncGetParamInfo = lib_.symbol<decltype(api_.cuFuncGetParamInfo)>("cuFuncGetParamInfo");
+    api_.cuPointerGetAttribute = lib_.symbol<decltype(api_.cuPointerGetAttribute)>("cuPointerGetAttribute");
     return true;
   }
 

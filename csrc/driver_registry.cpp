@@ -42,4 +42,14 @@ Driver& driver(BackendKind kind) {
   return *drivers[i];
 }
 
+int pointer_device(BackendKind kind, DevicePtr ptr) {
+  Driver& d = driver(kind);
+  try {
+    d.ensure_loaded();
+  } catch (const Error&) {
+    return -1;
+  }
+  return d.pointer_device(ptr);
+}
+
 }  // namespace gompute

@@ -202,7 +202,7 @@ def _read_cuda_array_interface(obj, cai: dict, what) -> _core.Buffer:
     strides = _c_strides(shape, dtype.itemsize) if strides is None else tuple(operator.index(s) for s in strides)
     buffer = _core.wrap_pointer(
         Backend.cuda.kind,
-        _cuda_ordinal(obj),
+        _cuda_ordinal(obj, ptr or 0),
         ptr or 0,
         dtype.dlpack_code,
         dtype.bits,
@@ -259,14 +259,15 @@ def _has_buffer_protocol(obj) -> bool:
     return True
 
 
-def _cuda_ordinal(obj) -> int:
-    """The CUDA device of a CAI array: from its framework's `device`, else device 0."""
+def _cuda_ordinal(obj, ptr: int) -> int:
+    """The CUDA device of a CAI array (the protocol names none): its framework's `device`,
+    else the device the driver says `ptr` points into, else device 0."""
     device = getattr(obj, "device", None)
     for attr in ("id", "index"):  # CuPy's Device.id, torch.device.index
         ordinal = getattr(device, attr, None)
         if isinstance(ordinal, int):
             return ordinal
-    return 0
+    return max(_core.pointer_device(Backend.cuda.kind, ptr), 0)
 
 
 # ---- streams ----------------------------------------------------------------------------

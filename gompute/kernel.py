@@ -181,6 +181,8 @@ class _Call:
         self._check_devices(bound, inputs)
         shape = self._broadcast(inputs)
         given = None if self.out is None else self._import_out(inputs, wanted)
+        if given is not None:
+            self._check_devices(bound, [given], [self.out])
         spec = k.variant(tuple(b.dtype for b in inputs), None if given is None else given.dtype)
         result, out = self._output(bound, inputs, shape, spec.out_type, given)
         launch_stream = self._launch_stream(bound, [*inputs, out], wanted)
@@ -219,9 +221,9 @@ class _Call:
                 return buffer
         return self._import(self.out, wanted)
 
-    def _check_devices(self, bound: Kernel, buffers) -> None:
+    def _check_devices(self, bound: Kernel, buffers, arrays=None) -> None:
         where = (bound.backend, bound.compute.ordinal)
-        for array, buffer in zip(self.arrays, buffers):
+        for array, buffer in zip(self.arrays if arrays is None else arrays, buffers):
             if (buffer.backend, buffer.device) != where:
                 raise ArgumentError(
                     f"{self.kernel.name}: {describe(array)} is on {buffer.backend}:{buffer.device}, but the call "
@@ -292,6 +294,12 @@ class _Call:
                 if buffer.stream is not None:
                     buffer.stream.synchronize()
             return None
+        given, where = self.stream, (bound.backend, bound.compute.ordinal)
+        if isinstance(given, _core.Stream) and (given.backend, given.device) != where:
+            raise ArgumentError(
+                f"{self.kernel.name}: stream= is a stream of {given.backend}:{given.device}, but the arrays are on "
+                f"{where[0]}:{where[1]}; pass a stream of that device"
+            )
         device = bound.compute._live()
         if bound.backend is Backend.hip and wanted == 1:  # CUDA's legacy stream: HIP's is the null one
             wanted = 0
