@@ -7,19 +7,36 @@
 
 namespace gompute {
 
+// Every kind of error the C++ core raises, listed once: the enum, the name the bindings
+// raise it as and _core.ERROR_KINDS are all expanded from this list, and
+// tests/test_facts.py checks gompute/errors.py has exactly these classes beside its own.
+#define GOMPUTE_ERROR_KINDS(X) \
+  X(BackendUnavailable)        \
+  X(AllocFailed)               \
+  X(CopyFailed)                \
+  X(SyncFailed)                \
+  X(KernelNotFound)            \
+  X(ModuleLoadFailed)          \
+  X(LaunchFailed)              \
+  X(BufferFreed)               \
+  X(InvalidHandle)             \
+  X(DeviceError)               \
+  X(ArgumentError)
+
 enum class ErrorKind {
-  BackendUnavailable,
-  AllocFailed,
-  CopyFailed,
-  SyncFailed,
-  KernelNotFound,
-  ModuleLoadFailed,
-  LaunchFailed,
-  BufferFreed,
-  InvalidHandle,
-  DeviceError,
-  ArgumentError,
+#define GOMPUTE_ERROR_KIND_ENUMERATOR(name) name,
+  GOMPUTE_ERROR_KINDS(GOMPUTE_ERROR_KIND_ENUMERATOR)
+#undef GOMPUTE_ERROR_KIND_ENUMERATOR
 };
+
+// The kinds' names in enum order: the Python class each kind is raised as.
+inline constexpr const char* kErrorKindNames[] = {
+#define GOMPUTE_ERROR_KIND_NAME(name) #name,
+    GOMPUTE_ERROR_KINDS(GOMPUTE_ERROR_KIND_NAME)
+#undef GOMPUTE_ERROR_KIND_NAME
+};
+
+inline const char* error_kind_name(ErrorKind kind) { return kErrorKindNames[static_cast<int>(kind)]; }
 
 class Error : public std::runtime_error {
  public:

@@ -6,6 +6,10 @@ point); driver failures carry the vendor's symbolic code in `.code`.
 
 from __future__ import annotations
 
+# Classes only Python raises. Every other class here is one of the C++ core's error kinds
+# (csrc/errors.h, as _core.ERROR_KINDS); tests/test_facts.py checks the two agree both ways.
+PYTHON_ONLY = ("GomputeError", "CompileError", "SourceRejected")
+
 
 class GomputeError(Exception):
     """Root of every gompute error. `.code` holds the vendor's error name, if any."""

@@ -1,0 +1,49 @@
+"""Facts stated in more than one language, checked to agree.
+
+The C++ core is the home of each: the error kinds (csrc/errors.h). The Python classes
+that restate them are checked here, both ways, so a kind added on one side fails until the
+other side has it too.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import gompute as g
+from gompute import _core, errors
+
+
+def _error_classes() -> dict[str, type]:
+    """Every exception class gompute/errors.py defines, by name."""
+    return {
+        name: cls
+        for name, cls in vars(errors).items()
+        if inspect.isclass(cls) and issubclass(cls, BaseException) and cls.__module__ == errors.__name__
+    }
+
+
+def test_each_cpp_error_kind_is_a_gompute_error_class():
+    kinds = _core.ERROR_KINDS
+    assert len(kinds) == len(set(kinds)) >= 10, kinds
+    classes = _error_classes()
+    for kind in kinds:
+        assert kind in classes, f"csrc/errors.h raises {kind}, which gompute/errors.py does not define"
+        assert issubclass(classes[kind], g.GomputeError)
+        assert getattr(g, kind) is classes[kind], f"{kind} is not exported as g.{kind}"
+
+
+def test_each_error_class_is_a_cpp_kind_or_python_only():
+    kinds, python_only = set(_core.ERROR_KINDS), set(errors.PYTHON_ONLY)
+    assert not kinds & python_only, f"both a C++ kind and Python-only: {kinds & python_only}"
+    assert set(_error_classes()) == kinds | python_only
+
+
+def test_a_cpp_error_arrives_as_its_class_with_its_code():
+    with g.runtime.host.Compute.init() as c:
+        buffer = c.alloc(16)
+        buffer.free()
+        with pytest.raises(g.BufferFreed) as raised:
+            buffer.download(bytearray(16))
+    assert type(raised.value) is g.BufferFreed and "BufferFreed" in _core.ERROR_KINDS
