@@ -1,18 +1,23 @@
 """Facts stated in more than one language, checked to agree.
 
-The C++ core is the home of each: the error kinds (csrc/errors.h). The Python classes
-that restate them are checked here, both ways, so a kind added on one side fails until the
+The C++ core is the home of each: the error kinds (csrc/errors.h) and the strided entry's
+dimension limit (the planner). The Python classes and the kernel preludes that restate
+them are checked here, both ways, so a kind or a limit added on one side fails until the
 other side has it too.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 
 import pytest
 
 import gompute as g
 from gompute import _core, errors
+from tests.conftest import REPO
+
+COMMON_PRELUDE = REPO / "gompute" / "lang" / "preludes" / "common.h"
 
 
 def _error_classes() -> dict[str, type]:
@@ -47,3 +52,13 @@ def test_a_cpp_error_arrives_as_its_class_with_its_code():
         with pytest.raises(g.BufferFreed) as raised:
             buffer.download(bytearray(16))
     assert type(raised.value) is g.BufferFreed and "BufferFreed" in _core.ERROR_KINDS
+
+
+def _prelude_max_ndim() -> int:
+    match = re.search(r"^#define GOMPUTE_MAX_NDIM (\d+)$", COMMON_PRELUDE.read_text(), re.M)
+    assert match, f"no GOMPUTE_MAX_NDIM in {COMMON_PRELUDE}"
+    return int(match.group(1))
+
+
+def test_the_prelude_takes_as_many_strided_dims_as_the_planner():
+    assert _prelude_max_ndim() == _core.MAX_STRIDED_DIMS

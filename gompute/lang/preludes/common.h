@@ -153,6 +153,7 @@ template <typename V> GOMPUTE_FN void gompute_put(gompute_f16& dst, V v) { dst =
 
 // The `strides` argument of a strided entry point (lang/module.py, pack_strides): N arrays, the
 // inputs then the output, each addressed from its element 0; strides in elements, 0 to broadcast.
+// GOMPUTE_MAX_NDIM is the planner's limit (_core.MAX_STRIDED_DIMS); tests/test_facts.py checks it.
 #define GOMPUTE_MAX_NDIM 8
 template <int N> struct gompute_strides {
   int32_t ndim;
@@ -160,7 +161,8 @@ template <int N> struct gompute_strides {
   int64_t shape[GOMPUTE_MAX_NDIM];
   int64_t strides[N][GOMPUTE_MAX_NDIM];
 };
-static_assert(sizeof(gompute_strides<2>) == 8 + 64 + 2 * 64, "gompute_strides must match pack_strides");
+static_assert(sizeof(gompute_strides<2>) == 8 + (1 + 2) * 8 * GOMPUTE_MAX_NDIM,
+              "gompute_strides must match pack_strides");
 
 // The element offset in each array of element i (C order over the shape).
 template <int N> GOMPUTE_FN void gompute_offsets(const gompute_strides<N>& s, uint64_t i, int64_t* at) {
