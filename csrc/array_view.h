@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "dlpack.h"
+#include "planner.h"
 #include "runtime.h"
 
 namespace gompute {
@@ -34,31 +35,28 @@ class ArrayView {
   ArrayView& operator=(const ArrayView&) = delete;
 
   bool ok() const { return ok_; }
+  // The array as the planner reads it (valid while this view lives).
+  plan::Array planned() const {
+    plan::Array a;
+    a.ndim = ndim_;
+    a.shape = shape_;
+    a.strides = strides_;
+    a.itemsize = int64_t(itemsize_);
+    a.address = data_;
+    a.dtype = uint32_t(uint8_t(format_));
+    return a;
+  }
   uint64_t address() const { return data_; }
   char format() const { return format_; }
   size_t itemsize() const { return size_t(itemsize_); }
-  bool same_shape(const ArrayView& o) const {
-    return ndim_ == o.ndim_ && std::equal(shape_, shape_ + ndim_, o.shape_);
-  }
   int ndim() const { return ndim_; }
   const int64_t* shape() const { return shape_; }
   int64_t extent(int d) const { return shape_[d]; }
   int64_t stride(int d) const { return strides_[d]; }  // in bytes
   bool contiguous() const { return contiguous_; }    // C order, extent-1 dimensions aside
-  // The bytes the elements touch, [lo, hi); both 0 when empty.
-  std::pair<uint64_t, uint64_t> byte_range() const {
-    if (count() == 0) return {0, 0};
-    int64_t lo = 0, hi = 0;
-    for (int d = 0; d < ndim_; ++d) (strides_[d] < 0 ? lo : hi) += (shape_[d] - 1) * strides_[d];
-    return {data_ + lo, data_ + hi + itemsize_};
-  }
   // Whether no two elements share memory (runtime.h); a contiguous view's are, at no cost.
   bool distinct_elements() const {
     return contiguous_ || gompute::distinct_elements(shape_, strides_, ndim_, itemsize_);
-  }
-  bool same_view(const ArrayView& o) const {
-    return data_ == o.data_ && itemsize_ == o.itemsize_ && same_shape(o) &&
-           std::equal(strides_, strides_ + ndim_, o.strides_);
   }
   size_t count() const {
     size_t n = 1;

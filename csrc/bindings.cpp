@@ -9,6 +9,7 @@
 #include "array_view.h"
 #include "dispatch.h"
 #include "interop.h"
+#include "plan_bindings.h"
 #include "pyargs.h"
 #include "pyglue.h"
 #include "runtime.h"
@@ -341,6 +342,7 @@ PYBIND11_MODULE(_core, m) {
       .def("remember", &FastMap::remember, py::arg("inputs"), py::arg("out"), py::arg("kind"), py::arg("kernel"))
       .def("remember_output", &FastMap::remember_output, py::arg("inputs"), py::arg("type"), py::arg("make"),
            py::arg("args"), py::arg("kwargs"));
+  bind_planner(m);
   m.def("stats", &stats_dict, "Counters of contexts, module loads and cache hits, buffers and launches.");
   m.def(
       "shutdown",

@@ -3,13 +3,15 @@
 // gompute/kernel.py takes every call the general way first; once a (dtypes, entry, device)
 // triple has launched it is remembered here, and later calls of that shape cost reading
 // the arrays (a Buffer in place, the buffer protocol on the host, the CUDA Array Interface
-// on a GPU), the params packing and the launch: inline on the host, queued on the arrays'
-// stream on a GPU, with no Python in between. Anything this cache does not handle exactly
+// on a GPU), the params packing, the call's plan (planner.h, the rules the general path
+// asks too) and the launch: inline on the host, queued on the arrays' stream on a GPU,
+// with no Python in between. Anything this cache does not handle exactly
 // (other shapes, strides, stream=, arrays on different devices or streams, a value that
 // does not fit) is not taken, and the general path runs and reports any error properly.
 #include "dispatch.h"
 
 #include "array_view.h"
+#include "planner.h"
 
 #include <algorithm>
 #include <cmath>
@@ -79,9 +81,11 @@ FastMap::FastMap(int arity, uint32_t block_size, std::vector<ParamField> fields,
 void FastMap::remember(const std::string& inputs, char out, const std::string& kind, const Kernel& kernel) {
   const Context* ctx = kernel.context();
   if (!ctx) return;
-  if (kind != "inplace" && kind != "map" && kind != "strided")
-    throw py::value_error("remember: kind is 'inplace', 'map' or 'strided', not '" + kind + "'");
-  Launch entry{inputs + out + kind[0], ctx->kind(), ctx->ordinal(), std::make_shared<Kernel>(kernel)};
+  char code = 0;
+  for (plan::Entry e : {plan::Entry::inplace, plan::Entry::map, plan::Entry::strided})
+    if (kind == plan::entry_name(e)) code = char(e);
+  if (!code) throw py::value_error("remember: kind is 'inplace', 'map' or 'strided', not '" + kind + "'");
+  Launch entry{inputs + out + code, ctx->kind(), ctx->ordinal(), std::make_shared<Kernel>(kernel)};
   auto same = [&](const Launch& l) {
     return l.signature == entry.signature && l.kind == entry.kind && l.ordinal == entry.ordinal;
   };
@@ -154,65 +158,6 @@ py::object FastMap::new_output(PyObject* first, const int64_t* shape, int ndim, 
 
 namespace {
 
-// The shape `count` views broadcast to, by NumPy's rules; false when they do not.
-bool broadcast(const ArrayView* views, int count, int& ndim, int64_t* shape) {
-  ndim = 0;
-  for (int i = 0; i < count; ++i) ndim = std::max(ndim, views[i].ndim());
-  std::fill(shape, shape + ndim, int64_t(1));
-  for (int i = 0; i < count; ++i) {
-    const ArrayView& v = views[i];
-    for (int d = 0, k = ndim - v.ndim(); d < v.ndim(); ++d, ++k) {
-      const int64_t e = v.extent(d);
-      if (e == 1) continue;
-      if (shape[k] != 1 && shape[k] != e) return false;
-      shape[k] = e;
-    }
-  }
-  return true;
-}
-
-// Whether a new result is made in C order, as kernel.py's _layout decides (NumPy's rule): an
-// insertion sort of the dims from the innermost out, a dim moving inside another only when every
-// input not broadcast along either has the larger stride on it.
-bool c_ordered(const ArrayView* inputs, int n, int ndim) {
-  auto magnitude = [&](int i, int d) -> int64_t {  // 0 where input i is broadcast along dim d
-    const ArrayView& v = inputs[i];
-    const int e = d - (ndim - v.ndim());
-    if (e < 0 || v.shape()[e] == 1) return 0;
-    return v.stride(e) < 0 ? -v.stride(e) : v.stride(e);
-  };
-  int perm[ArrayView::kMaxDims];  // innermost first
-  for (int k = 0; k < ndim; ++k) perm[k] = ndim - 1 - k;
-  for (int i = 1; i < ndim; ++i) {
-    const int outer = perm[i];
-    int at = i;
-    for (int j = i - 1; j >= 0; --j) {
-      bool told = false, all_larger = true;
-      for (int k = 0; k < n; ++k) {
-        const int64_t inner = magnitude(k, perm[j]), here = magnitude(k, outer);
-        if (!inner || !here) continue;
-        told = true;
-        all_larger = all_larger && inner > here;
-      }
-      if (told && !all_larger) break;
-      if (told) at = j;
-    }
-    for (int k = i; k > at; --k) perm[k] = perm[k - 1];
-    perm[at] = outer;
-  }
-  for (int k = 0; k < ndim; ++k)
-    if (perm[k] != ndim - 1 - k) return false;
-  return true;
-}
-
-// The dims of an array by decreasing stride magnitude, ties in C order, as kernel.py's
-// _memory_order: the order a strided launch walks them in.
-void memory_order(const ArrayView& v, int ndim, int* order) {
-  for (int d = 0; d < ndim; ++d) order[d] = d;
-  auto magnitude = [&](int d) { return v.stride(d) < 0 ? -v.stride(d) : v.stride(d); };
-  std::stable_sort(order, order + ndim, [&](int a, int b) { return magnitude(a) > magnitude(b); });
-}
-
 // Counts a write into a torch tensor as torch's own in-place ops do, so that autograd
 // refuses a backward that needs the old values (through a detach()ed alias too) rather than
 // computing wrong gradients. kernel.py's _count_write, for the general path.
@@ -248,21 +193,24 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
       break;
     }
   ArrayView inputs[kMaxArity];
+  plan::Array arrays[kMaxArity + 1];  // the inputs, then the output
   char signature[kMaxArity + 2];
   for (int i = 0; i < arity_; ++i) {
     inputs[i].open(PyTuple_GET_ITEM(args, i), i == out_index);
     if (!inputs[i].ok()) return py::object();
+    arrays[i] = inputs[i].planned();
     signature[i] = inputs[i].format();
   }
   int ndim;
-  int64_t shape[ArrayView::kMaxDims];
-  if (!broadcast(inputs, arity_, ndim, shape)) return py::object();  // the general path says why
+  int64_t shape[plan::kMaxDims];
+  if (!plan::broadcast(arrays, arity_, ndim, shape)) return py::object();  // the general path says why
   // The output: given (writable, of the broadcast shape, not partly over an input), or new
   // and of the first array's library. A new one that lands elsewhere (CuPy's current device
   // is not the arrays') fails the checks below like any other output.
   py::object result;
   if (!out || out == Py_None) {
-    if (!c_ordered(inputs, arity_, ndim)) return py::object();  // laid out like the inputs: the general path
+    int order[plan::kMaxDims];
+    if (!plan::result_order(arrays, arity_, ndim, order)) return py::object();  // not C order: the general path
     result = new_output(PyTuple_GET_ITEM(args, 0), shape, ndim, signature, size_t(arity_));
     if (!result) return py::object();  // the general path has not made one for these yet
   } else {
@@ -273,18 +221,13 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   const ArrayView& o = out_index < 0 ? own : inputs[out_index];
   if (!o.ok() || o.ndim() != ndim || !std::equal(shape, shape + ndim, o.shape())) return py::object();
   if (!o.distinct_elements()) return py::object();  // the general path refuses such an output
-  // The entry point, as kernel.py's _entry_kind chooses it.
-  bool contiguous = o.contiguous();
-  for (int i = 0; i < arity_; ++i) contiguous = contiguous && inputs[i].contiguous() && inputs[i].same_shape(o);
-  const char kind = !contiguous ? 's' : arity_ == 1 && inputs[0].same_view(o) && o.format() == signature[0] ? 'i' : 'm';
-  const auto [out_lo, out_hi] = o.byte_range();
-  for (int i = 0; i < arity_; ++i) {  // an output over an input must be that very view
-    const auto [lo, hi] = inputs[i].byte_range();
-    if (lo < out_hi && out_lo < hi && !inputs[i].same_view(o)) return py::object();
-  }
+  arrays[arity_] = o.planned();
+  const plan::Entry kind = plan::entry_kind(arrays, arity_, arrays[arity_]);
+  for (int i = 0; i < arity_; ++i)  // an output over an input must be that very view
+    if (plan::overlaps(arrays[i], arrays[arity_])) return py::object();
   if (!same_place(inputs, o)) return py::object();
   signature[arity_] = o.format();
-  signature[arity_ + 1] = kind;
+  signature[arity_ + 1] = char(kind);
   const Launch* found = find(signature, size_t(arity_) + 2, o);
   if (!found || !found->kernel->context()->alive()) return py::object();  // shut down since: the general
                                                                            // path binds it again
@@ -294,60 +237,13 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   const uint64_t n = o.count();
   if (n == 0) return result;
   std::string strides;
-  if (kind == 's' && !pack_strides(inputs, o, shape, ndim, strides)) return py::object();
-  launch(*found, inputs, o, n, kind == 'i', params, strides);
+  int dims;
+  if (kind == plan::Entry::strided &&
+      plan::pack_strides(arrays, arity_ + 1, shape, ndim, strides, dims) != plan::Strides::ok)
+    return py::object();
+  launch(*found, inputs, o, n, kind == plan::Entry::inplace, params, strides);
   if (o.torch_tensor() && out && out != Py_None) count_write(out);
   return result;
-}
-
-// The `strides` argument of a strided entry, as gompute/lang/module.py's pack_strides lays
-// it out, for the dimensions kernel.py's _collapsed leaves: broadcast dimensions stride 0,
-// extent-1 ones dropped, neighbours merged where every array allows. False past the
-// entry's dimension limit (the general path says so).
-bool FastMap::pack_strides(const ArrayView* inputs, const ArrayView& out, const int64_t* shape, int ndim,
-                           std::string& packed) const {
-  constexpr int kMaxNdim = 8;  // GOMPUTE_MAX_NDIM
-  const int arrays = arity_ + 1;
-  auto element_stride = [&](int a, int d) -> int64_t {  // array a's stride along dimension d of `shape`
-    const ArrayView& v = a < arity_ ? inputs[a] : out;
-    const int k = d - (ndim - v.ndim());
-    return k < 0 || v.extent(k) == 1 ? 0 : v.stride(k) / int64_t(v.itemsize());
-  };
-  int merged = 0;
-  int64_t extents[kMaxNdim];
-  int64_t steps[kMaxArity + 1][kMaxNdim];
-  int order[ArrayView::kMaxDims];
-  memory_order(out, ndim, order);
-  for (int i = 0; i < ndim; ++i) {
-    const int d = order[i];
-    if (shape[d] == 1) continue;
-    bool joins = merged > 0;
-    for (int a = 0; a < arrays && joins; ++a) joins = steps[a][merged - 1] == element_stride(a, d) * shape[d];
-    if (joins) {
-      extents[merged - 1] *= shape[d];
-      for (int a = 0; a < arrays; ++a) steps[a][merged - 1] = element_stride(a, d);
-      continue;
-    }
-    if (merged == kMaxNdim) return false;
-    extents[merged] = shape[d];
-    for (int a = 0; a < arrays; ++a) steps[a][merged] = element_stride(a, d);
-    ++merged;
-  }
-  packed.assign(8 + 8 * kMaxNdim * (1 + arrays), '\0');
-  char* at = packed.data();
-  const int32_t header[2] = {merged, 0};
-  std::memcpy(at, header, sizeof header);
-  at += sizeof header;
-  for (int d = 0; d < kMaxNdim; ++d, at += 8) {
-    const int64_t e = d < merged ? extents[d] : 1;
-    std::memcpy(at, &e, 8);
-  }
-  for (int a = 0; a < arrays; ++a)
-    for (int d = 0; d < kMaxNdim; ++d, at += 8) {
-      const int64_t step = d < merged ? steps[a][d] : 0;
-      std::memcpy(at, &step, 8);
-    }
-  return true;
 }
 
 // Whether the inputs and the output are on one device, and so on one stream the launch can
@@ -384,7 +280,7 @@ void FastMap::launch(const Launch& found, const ArrayView* inputs, const ArrayVi
   pass(&n, sizeof n);
   if (!strides.empty()) pass(strides.data(), strides.size());
   if (has_params_) pass(const_cast<char*>(params), params_size_);
-  const Dim3 grid{uint32_t(std::min<uint64_t>((n + block_size_ - 1) / block_size_, 0x7fffffff)), 1, 1};
+  const Dim3 grid{plan::grid_blocks(n, block_size_), 1, 1};
   const Dim3 block{block_size_, 1, 1};
   // A GPU launch is queued on the arrays' stream and returns; the host runs it now.
   const bool host = out.kind() == BackendKind::host;

@@ -63,7 +63,6 @@ class FastMap {
   bool same_place(const ArrayView* inputs, const ArrayView& out) const;
   pybind11::object new_output(PyObject* first, const int64_t* shape, int ndim, const char* signature,
                               size_t size) const;
-  bool pack_strides(const ArrayView* inputs, const ArrayView& out, const int64_t* shape, int ndim, std::string& packed) const;
   void launch(const Launch& found, const ArrayView* inputs, const ArrayView& out, uint64_t n, bool inplace, const char* params,
               std::string& strides);
 

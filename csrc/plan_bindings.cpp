@@ -1,0 +1,133 @@
+// The planner (planner.h) for g.map's first call of a signature (gompute/kernel.py), over
+// gompute Buffers: the same functions the repeated calls in dispatch.cpp use.
+#include "plan_bindings.h"
+
+#include <pybind11/stl.h>
+
+#include <vector>
+
+#include "planner.h"
+#include "runtime.h"
+
+namespace py = pybind11;
+
+namespace gompute {
+
+namespace {
+
+// Buffers read as planner arrays; the layouts they point into are kept here.
+class Arrays {
+ public:
+  explicit Arrays(const std::vector<const Buffer*>& buffers) {
+    layouts_.reserve(buffers.size());
+    for (const Buffer* b : buffers) {
+      layouts_.push_back(b->layout());
+      const Layout& l = layouts_.back();
+      plan::Array a;
+      a.ndim = int(l.shape.size());
+      a.shape = l.shape.data();
+      a.strides = l.strides.data();
+      a.itemsize = int64_t(l.itemsize());
+      a.address = b->data_addr();
+      a.dtype = uint32_t(l.code) << 8 | l.bits;
+      arrays_.push_back(a);
+    }
+  }
+  const plan::Array* data() const { return arrays_.data(); }
+  int size() const { return int(arrays_.size()); }
+  const plan::Array& operator[](int i) const { return arrays_[size_t(i)]; }
+
+ private:
+  std::vector<Layout> layouts_;
+  std::vector<plan::Array> arrays_;
+};
+
+py::tuple ints(const int64_t* values, int n) {
+  py::tuple t(n);
+  for (int i = 0; i < n; ++i) t[i] = py::int_(values[i]);
+  return t;
+}
+
+void check_dims(const Arrays& arrays) {
+  for (int i = 0; i < arrays.size(); ++i)
+    if (arrays[i].ndim > plan::kMaxDims)
+      raise(ErrorKind::ArgumentError, "an array of " + std::to_string(arrays[i].ndim) +
+                                          " dimensions: g.map takes at most " + std::to_string(plan::kMaxDims));
+}
+
+// (kind, grid blocks, strides argument or None) for `out` and the inputs broadcast to it.
+py::tuple plan_launch(const std::vector<const Buffer*>& inputs, const Buffer& out, uint32_t block) {
+  std::vector<const Buffer*> all(inputs);
+  all.push_back(&out);
+  const Arrays arrays(all);
+  check_dims(arrays);
+  const int count = arrays.size();
+  const plan::Array& o = arrays[count - 1];
+  const plan::Entry kind = plan::entry_kind(arrays.data(), count - 1, o);
+  py::object strides = py::none();
+  if (kind == plan::Entry::strided) {
+    std::string packed;
+    int dims = 0;
+    switch (plan::pack_strides(arrays.data(), count, o.shape, o.ndim, packed, dims)) {
+      case plan::Strides::ok: strides = py::bytes(packed); break;
+      case plan::Strides::too_many_dims:
+        raise(ErrorKind::ArgumentError, "these arrays need " + std::to_string(dims) +
+                                            " dimensions even merged; kernels take at most " +
+                                            std::to_string(plan::kMaxStridedDims));
+      case plan::Strides::partial_elements:
+        raise(ErrorKind::ArgumentError, "an array's strides are not whole elements of its type");
+    }
+  }
+  const uint64_t n = uint64_t(o.count());
+  return py::make_tuple(plan::entry_name(kind), plan::grid_blocks(n, block), strides);
+}
+
+}  // namespace
+
+void bind_planner(py::module_& m) {
+  m.attr("MAX_DIMS") = plan::kMaxDims;
+  m.attr("MAX_STRIDED_DIMS") = plan::kMaxStridedDims;
+  m.def(
+      "broadcast_shape",
+      [](const std::vector<const Buffer*>& buffers) -> py::object {
+        const Arrays arrays(buffers);
+        check_dims(arrays);
+        int ndim = 0;
+        int64_t shape[plan::kMaxDims];
+        if (!plan::broadcast(arrays.data(), arrays.size(), ndim, shape)) return py::none();
+        return ints(shape, ndim);
+      },
+      py::arg("arrays"), "The shape the arrays broadcast to, by NumPy's rules; None when they do not.");
+  m.def(
+      "result_order",
+      [](const std::vector<const Buffer*>& inputs, int ndim) -> py::object {
+        const Arrays arrays(inputs);
+        check_dims(arrays);
+        if (ndim < 0 || ndim > plan::kMaxDims) raise(ErrorKind::ArgumentError, "result_order: ndim out of range");
+        int64_t order[plan::kMaxDims];
+        int perm[plan::kMaxDims];
+        if (plan::result_order(arrays.data(), arrays.size(), ndim, perm)) return py::none();
+        std::copy(perm, perm + ndim, order);
+        return ints(order, ndim);
+      },
+      py::arg("inputs"), py::arg("ndim"),
+      "The order of dimensions, outermost first, a new result of the inputs is laid out in (NumPy's order "
+      "'K'); None for C order.");
+  m.def(
+      "overlapping_inputs",
+      [](const std::vector<const Buffer*>& inputs, const Buffer& out) {
+        std::vector<const Buffer*> all(inputs);
+        all.push_back(&out);
+        const Arrays arrays(all);
+        py::list found;
+        for (int i = 0; i + 1 < arrays.size(); ++i)
+          if (plan::overlaps(arrays[i], arrays[arrays.size() - 1])) found.append(i);
+        return found;
+      },
+      py::arg("inputs"), py::arg("out"),
+      "The inputs whose bytes meet out's without being its very view (they may still interleave).");
+  m.def("plan_launch", plan_launch, py::arg("inputs"), py::arg("out"), py::arg("block_size"),
+        "(entry kind, grid blocks, the strided entry's strides argument or None) for a launch into out.");
+}
+
+}  // namespace gompute

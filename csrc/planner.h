@@ -1,0 +1,71 @@
+// The rules of a g.map call, in one place: the shape the arrays broadcast to, the layout of
+// a new result, the entry point, the strides argument of a strided entry, whether the
+// output overlaps an input, and the grid. The first call of a signature (gompute/kernel.py,
+// through the bindings in plan_bindings.cpp) and every repeated one (dispatch.cpp) ask
+// these functions, so the two paths cannot disagree. No Python here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gompute::plan {
+
+constexpr int kMaxDims = 64;         // the most dimensions an array may have
+constexpr int kMaxStridedDims = 8;   // GOMPUTE_MAX_NDIM: the strided entry's struct holds 8
+
+// One array as the planner reads it. Strides are in bytes and may be negative or 0.
+struct Array {
+  int ndim = 0;
+  const int64_t* shape = nullptr;
+  const int64_t* strides = nullptr;
+  int64_t itemsize = 1;
+  uint64_t address = 0;  // of element 0
+  uint32_t dtype = 0;    // equal for arrays of the same element type
+
+  int64_t count() const;
+  bool c_contiguous() const;  // extent-1 dimensions aside
+  bool same_view(const Array& o) const;
+  // The bytes its elements touch, [lo, hi); both 0 when it has none.
+  void byte_range(uint64_t& lo, uint64_t& hi) const;
+};
+
+// The entry points of a map kernel's module (gompute/lang/module.py names them).
+enum class Entry : char {
+  inplace = 'i',  // (data, len[, params]): one input that is the output
+  map = 'm',      // (in..., out, len[, params]): every array contiguous, none broadcast
+  strided = 's',  // (in..., out, len, strides[, params])
+};
+const char* entry_name(Entry e);
+
+// NumPy's broadcasting: the shape (ndim dims into `shape`, room for kMaxDims) the arrays
+// broadcast to; false when they do not.
+bool broadcast(const Array* arrays, int count, int& ndim, int64_t* shape);
+
+// The order of dimensions a new result of `ndim` dimensions is laid out in, outermost first,
+// so that a map over x.T is laid out like x.T, as NumPy's ufuncs (order 'K'), CuPy and PyTorch
+// lay theirs out. Returns whether that is C order.
+bool result_order(const Array* inputs, int count, int ndim, int* order);
+
+// The entry point for inputs broadcast to `out`'s shape.
+Entry entry_kind(const Array* inputs, int count, const Array& out);
+
+// Whether input i's bytes meet the output's without it being the output's very view: the
+// result would then depend on the order elements are computed in. Ranges that meet may
+// still interleave without a common byte (x[::2], x[1::2]); an exact answer is the caller's.
+bool overlaps(const Array& input, const Array& out);
+
+// How the strided entry walks the arrays (inputs, then the output last, of `shape`): the
+// dimensions in the output's memory order, extent-1 ones dropped, neighbours merged wherever
+// every array allows. `packed` gets the entry's strides argument (preludes/common.h's
+// gompute_strides<count>): int32 ndim, int32 pad, int64 shape[8], int64 strides[count][8] in
+// elements, broadcast dimensions 0.
+enum class Strides { ok, too_many_dims, partial_elements };
+Strides pack_strides(const Array* arrays, int count, const int64_t* shape, int ndim, std::string& packed,
+                     int& dims);
+size_t strides_nbytes(int count);
+
+// Blocks of `block` threads for `n` elements: one thread an element, the kernels' grid-stride
+// loops cover the rest past CUDA's 2**31 - 1 blocks.
+uint32_t grid_blocks(uint64_t n, uint32_t block);
+
+}  // namespace gompute::plan
