@@ -34,7 +34,7 @@ __version__ = "0.1.0"
 
 # The kernel language. Last: abs/min/max/round/pow shadow Python's builtins here.
 from . import lang
-from .emit import emit_kernels
+from .aot import emit_kernels
 from .lang import Func, MapKernel, func, map_kernel
 from .raw import RawByName, RawKernel, raw_kernel_by_name
 from .lang.builtins import (  # noqa: A004 - the kernel language's builtins, as g.NAME

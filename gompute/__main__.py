@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("info", help="backends, devices and why a backend is unavailable")
     commands.add_parser("demo", help="probe, allocate, upload, launch, download, and say what ran where")
-    from .emit import add_arguments as emit_arguments
+    from .aot.cli import add_arguments as emit_arguments
 
     emit_arguments(
         commands.add_parser("emit", help="compile the kernels of ROOT modules into a gompute_kernels package")
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "info":
         return info()
     if args.command == "emit":
-        from .emit import run as run_emit
+        from .aot.cli import run as run_emit
 
         return run_emit(args)
     from .demo import main as demo

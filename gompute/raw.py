@@ -79,7 +79,7 @@ def raw_kernel_by_name(backend, name: str, ordinal: int = 0) -> RawByName:
     An unknown name raises KernelNotFound listing near matches. On CUDA a CUBIN for the device's
     arch is preferred to the portable PTX.
     """
-    from .emit import find_by_name
+    from .aot.lookup import find_by_name
 
     compute = _open(backend, ordinal)
     data, _, symbol = find_by_name(backend_name(compute.backend), name, _device_arch(compute))

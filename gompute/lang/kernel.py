@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +41,18 @@ class Image:
             if e.kind == kind:
                 return e
         raise KeyError(kind)
+
+
+# Where a compiled image of a kernel's own signature may already exist, asked before compiling it:
+# `lookup(spec, backend, arch) -> Image | None`. gompute.aot registers the emitted-package lookup;
+# registered from above because the language imports nothing of the layers that use it.
+_prebuilt_lookup: Callable[[Specialization, str, str | None], Image | None] | None = None
+
+
+def set_prebuilt_lookup(lookup: Callable[[Specialization, str, str | None], Image | None] | None) -> None:
+    """Make `lookup` the source of already compiled images (None: always compile)."""
+    global _prebuilt_lookup
+    _prebuilt_lookup = lookup
 
 
 def backend_name(backend) -> str:
@@ -257,11 +270,9 @@ class MapKernel:
         key = (backend, arch, spec.name)
         image = self._images.get(key)
         if image is None:
-            from ..emit import emitted_image
-
             name = backend_name(backend)
             plain = not self.generic and spec is self._specs.get(self.annotations)
-            image = emitted_image(spec, name, arch) if plain else None
+            image = _prebuilt_lookup(spec, name, arch) if plain and _prebuilt_lookup is not None else None
             if image is None:
                 image = compile_module([spec], name, arch, spec.name)
             self._images[key] = image

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 import gompute.lang as g
-from gompute import abi, emit
+from gompute import abi
+from gompute.aot import emit_kernels, lookup
 from gompute.compile import nvrtc
 from gompute.errors import ArgumentError, CompileError, KernelNotFound
-from gompute.lang.kernel import MapKernel
+from gompute.lang.kernel import Image, MapKernel
 
 from . import sample_kernels as S
 from .hostrun import launch_ctypes, runtime_available
@@ -71,9 +72,9 @@ def test_cuda_images_are_ptx_plus_cubins_for_the_archs_asked(emitted):
     assert all(f".entry {name}(" in ptx for name in EMITTED)
     assert emitted.cuda_index.keys() == emitted.host_index.keys()
     assert emitted.cuda_cubins["sm_90"][0][:4] == b"\x7fELF"
-    data, fmt, symbol = emit.find_by_name("cuda", "collatz", "sm_90")
+    data, fmt, symbol = lookup.find_by_name("cuda", "collatz", "sm_90")
     assert fmt == "cubin" and symbol == "collatz"
-    assert emit.find_by_name("cuda", "collatz", "sm_80")[1] == "ptx"  # no CUBIN for it: the portable PTX
+    assert lookup.find_by_name("cuda", "collatz", "sm_80")[1] == "ptx"  # no CUBIN for it: the portable PTX
 
 
 def test_emitted_kernel_launches_by_name_on_host(emitted):
@@ -97,8 +98,8 @@ def test_emitted_kernel_launches_by_name_on_host(emitted):
             got = np.empty_like(x)
             buf.download(got)
     else:
-        data, fmt, symbol = emit.find_by_name("host", "scale_relu", None)
-        image = emit.Image(data, fmt, "host", None, (), None)
+        data, fmt, symbol = lookup.find_by_name("host", "scale_relu", None)
+        image = Image(data, fmt, "host", None, (), None)
         got = x.copy()
         assert launch_ctypes(image, symbol, [got, np.uint64(len(x)).tobytes(), params], 3, 256) == []
     np.testing.assert_array_equal(got, np.maximum(x * 2, 0))
@@ -106,9 +107,9 @@ def test_emitted_kernel_launches_by_name_on_host(emitted):
 
 def test_unknown_name_lists_near_matches(emitted):
     with pytest.raises(KernelNotFound, match="did you mean scale_relu"):
-        emit.find_by_name("host", "scale_rellu", None)
+        lookup.find_by_name("host", "scale_rellu", None)
     with pytest.raises(KernelNotFound, match="known: "):
-        emit.find_by_name("host", "zzz", None)
+        lookup.find_by_name("host", "zzz", None)
 
 
 def test_kernel_loads_from_the_emitted_package_without_compiling(emitted, monkeypatch):
@@ -134,7 +135,7 @@ def test_stale_emitted_kernel_falls_back_to_compiling_with_a_warning(emitted):
 def test_a_kernel_emitted_by_another_gompute_is_not_its_own(emitted, monkeypatch):
     """The emitted hash covers the preludes, the host ABI and gompute's version, not only the
     kernel's code: a package left by an older gompute is compiled over, with the warning."""
-    monkeypatch.setattr(emit, "_toolchain_digest", lambda: "another gompute's preludes")
+    monkeypatch.setattr(lookup, "_toolchain_digest", lambda: "another gompute's preludes")
     with pytest.warns(UserWarning, match="older scale_relu"):
         image = MapKernel(S.scale_relu.fn).compile_for("host")
     assert image.cache_dir is not None
@@ -165,7 +166,7 @@ def test_a_broken_package_is_skipped_with_one_warning(emitted, tmp_path, monkeyp
     (tmp_path / "gompute_kernels" / "host_0.so").unlink()
     monkeypatch.delitem(sys.modules, "gompute_kernels")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(emit, "_broken", {})
+    monkeypatch.setattr(lookup, "_broken", {})
 
     def twice(x: g.f32) -> g.f32:
         return x * 2
@@ -179,11 +180,11 @@ def test_a_broken_package_is_skipped_with_one_warning(emitted, tmp_path, monkeyp
         f"ROOT --out {tmp_path}`) or take it off sys.path; compiling kernels instead"
     ]
     with pytest.raises(KernelNotFound, match="no emitted kernels: gompute_kernels at .* cannot be imported"):
-        emit.find_by_name("host", "scale_relu", None)
+        lookup.find_by_name("host", "scale_relu", None)
 
 
 def test_a_name_without_an_image_for_this_target_says_so(emitted, monkeypatch):
-    if emit._host_target() is None:
+    if lookup._host_target() is None:
         pytest.skip("no host compiler: the emitted host images are the only ones, whatever their target")
     monkeypatch.setattr(emitted, "host_target", "another-cpu")
     with pytest.raises(
@@ -191,13 +192,13 @@ def test_a_name_without_an_image_for_this_target_says_so(emitted, monkeypatch):
         match=r"has 'scale_relu' but no host image for this target: it holds host images for another-cpu, and this "
         r"machine builds for .*; re-emit it on this machine",
     ):
-        emit.find_by_name("host", "scale_relu", None)
+        lookup.find_by_name("host", "scale_relu", None)
     monkeypatch.setattr(emitted, "hip_images_by_arch", {"gfx90a": emitted.host_images})
     monkeypatch.setattr(emitted, "hip_index", emitted.host_index)
     with pytest.raises(
         KernelNotFound, match="holds HSACO for gfx90a, and this device is gfx942; re-emit it with --hip-arch"
     ):
-        emit.find_by_name("hip", "scale_relu", "gfx942")
+        lookup.find_by_name("hip", "scale_relu", "gfx942")
 
 
 def test_a_root_without_kernels_is_refused(tmp_path, monkeypatch, no_compiler):
@@ -209,7 +210,7 @@ def test_a_root_without_kernels_is_refused(tmp_path, monkeypatch, no_compiler):
         match=r"imports_only.py defines no annotated map kernels to emit; the kernels it imports, twice \(from "
         r"emit_test_defines\), are emitted from the module that defines them: give that module as a root",
     ):
-        emit.emit_kernels(tmp_path / "imports_only.py", out=tmp_path, progress=False)
+        emit_kernels(tmp_path / "imports_only.py", out=tmp_path, progress=False)
 
 
 def test_a_kernel_named_like_another_kernels_entry_point_is_refused(tmp_path, no_compiler):
@@ -218,7 +219,7 @@ def test_a_kernel_named_like_another_kernels_entry_point_is_refused(tmp_path, no
     with pytest.raises(
         CompileError, match="kernel 'twice__out' \\(in clash\\) is named like an entry point of kernel 'twice'"
     ):
-        emit.emit_kernels(root, out=tmp_path, progress=False)
+        emit_kernels(root, out=tmp_path, progress=False)
 
 
 @pytest.mark.parametrize(
@@ -238,7 +239,7 @@ def test_bad_arguments_are_refused_before_compiling(tmp_path, no_compiler, argum
     (tmp_path / "kernels.py").write_text(KERNEL)
     arguments = {"roots": tmp_path / "kernels.py", "out": tmp_path, **arguments}
     with pytest.raises(ArgumentError, match=message):
-        emit.emit_kernels(**arguments, progress=False)
+        emit_kernels(**arguments, progress=False)
     assert not (tmp_path / "gompute_kernels").exists()
 
 
@@ -250,7 +251,7 @@ def test_a_path_root_is_a_path_or_a_list_and_replaces_no_module(tmp_path):
     root = tmp_path / "kernels" / "random.py"
     root.write_text(KERNEL)
     for roots in (root, [root]):
-        package = emit.emit_kernels(roots, out=tmp_path, cuda=False, progress=False)
+        package = emit_kernels(roots, out=tmp_path, cuda=False, progress=False)
         assert sys.modules["random"] is random
         text = (package / "__init__.py").read_text()
         assert "root_names = ['random']" in text and "host_index = {'twice': Entry(0, 'twice')" in text
@@ -260,5 +261,5 @@ def test_a_path_root_is_a_path_or_a_list_and_replaces_no_module(tmp_path):
 def test_one_cuda_arch_may_be_a_string(tmp_path):
     root = tmp_path / "kernels.py"
     root.write_text(KERNEL)
-    package = emit.emit_kernels(str(root), out=tmp_path, cuda_archs="sm_90", host=False, progress=False)
+    package = emit_kernels(str(root), out=tmp_path, cuda_archs="sm_90", host=False, progress=False)
     assert "cuda_cubins = {'sm_90': [_blob('cuda_0.sm_90.cubin')]}" in (package / "__init__.py").read_text()
