@@ -20,12 +20,9 @@ from .errors import ArgumentError, CompileError
 from .interface import arg
 from .interop import asbuffer, describe, is_jax, library_of, stream_handle
 from .lang.kernel import MapKernel
-from .lang.module import pack_strides
 from .runtime import _compute
 from .runtime.dynamic import _check_backend
 from .types import u64
-
-_MAX_DIMS = 8
 
 
 class Kernel:
@@ -187,7 +184,7 @@ class _Call:
         result, out = self._output(bound, inputs, shape, spec.out_type, given)
         launch_stream = self._launch_stream(bound, [*inputs, out], wanted)
         if out.size:
-            self._launch(bound, inputs, out, shape, packed, launch_stream)
+            self._launch(bound, inputs, out, packed, launch_stream)
         return self.finish(result)
 
     # -- arguments ----------------------------------------------------------------------
@@ -231,19 +228,11 @@ class _Call:
                 )
 
     def _broadcast(self, buffers) -> tuple[int, ...]:
-        shapes = [tuple(b.shape) for b in buffers]
-        if all(shape == shapes[0] for shape in shapes):  # any number of dimensions, NumPy's limit aside
-            return shapes[0]
-        # NumPy's rule, by hand: np.broadcast_shapes stops at 32 dimensions, arrays go to 64.
-        shape = [1] * max(len(s) for s in shapes)
-        for s in shapes:
-            for d, extent in enumerate(s, len(shape) - len(s)):
-                if extent != 1 and shape[d] not in (1, extent):
-                    listed = ", ".join(str(each) for each in shapes)
-                    raise ArgumentError(f"{self.kernel.name}: input shapes {listed} do not broadcast together")
-                if extent != 1:
-                    shape[d] = extent
-        return tuple(shape)
+        shape = _core.broadcast_shape(buffers)
+        if shape is None:
+            listed = ", ".join(str(tuple(b.shape)) for b in buffers)
+            raise ArgumentError(f"{self.kernel.name}: input shapes {listed} do not broadcast together")
+        return shape
 
     # -- output -------------------------------------------------------------------------
 
@@ -269,7 +258,7 @@ class _Call:
             _check_overlap(self.kernel.name, inputs, out)
             return self.out, out
         make, self.finish = _output_maker(self.arrays[0], bound, out_type)
-        order = None if make.fn == bound.compute.empty else _layout(inputs, shape)
+        order = None if make.fn == bound.compute.empty else _core.result_order(inputs, len(shape))
         if order is not None:  # laid out like the inputs: made in that order, then viewed back
             import array_api_compat
 
@@ -329,19 +318,17 @@ class _Call:
             )
         return None
 
-    def _launch(self, bound: Kernel, inputs, out, shape, packed, stream) -> None:
-        storage = tuple(b.dtype for b in inputs)
-        n = out.size
-        kind = _entry_kind(inputs, out, shape)
-        core = bound.launcher(storage, out.dtype, kind)
+    def _launch(self, bound: Kernel, inputs, out, packed, stream) -> None:
+        block = self.kernel.block_size
+        kind, blocks, strides = _core.plan_launch(inputs, out, block)
+        core = bound.launcher(tuple(b.dtype for b in inputs), out.dtype, kind)
         pointers = [out.arg_ptr()] if kind == "inplace" else [b.arg_ptr() for b in (*inputs, out)]
-        args = [*pointers, arg(u64(n))]
-        if kind == "strided":
-            args.append(arg(pack_strides(*_collapsed(shape, inputs, out))))
+        args = [*pointers, arg(u64(out.size))]
+        if strides is not None:
+            args.append(arg(strides))
         if packed is not None:
             args.append(arg(packed))
-        block = self.kernel.block_size
-        grid = Dim3(min((n + block - 1) // block, 2**31 - 1))
+        grid = Dim3(blocks)
         host = bound.backend is Backend.host
         # On the host the result is ready on return (NumPy has no streams); a GPU result is
         # ordered on `stream` and the next user of `out` waits for it there.
@@ -382,38 +369,11 @@ def _fast_map_args(kernel: MapKernel) -> tuple:
     return kernel.arity, kernel.block_size, fields, size, cls is not None
 
 
-def _entry_kind(inputs, out, shape) -> str:
-    contiguous = out.c_contiguous and all(tuple(b.shape) == tuple(shape) and b.c_contiguous for b in inputs)
-    if not contiguous:
-        return "strided"
-    if len(inputs) == 1 and _same_view(inputs[0], out) and inputs[0].dtype is out.dtype:
-        return "inplace"  # the seed's (data, len, params) entry
-    return "map"
-
-
-def _same_view(a: _core.Buffer, b: _core.Buffer) -> bool:
-    return a.data_addr() == b.data_addr() and tuple(a.strides) == tuple(b.strides) and tuple(a.shape) == tuple(b.shape)
-
-
-def _byte_range(b: _core.Buffer) -> tuple[int, int]:
-    if b.size == 0:
-        return 0, 0
-    lo = sum((n - 1) * s for n, s in zip(b.shape, b.strides) if s < 0)
-    hi = sum((n - 1) * s for n, s in zip(b.shape, b.strides) if s > 0)
-    return b.data_addr() + lo, b.data_addr() + hi + b.dtype.itemsize
-
-
 def _check_overlap(name: str, inputs, out) -> None:
     """Refuse an output that shares memory with an input without being the very same view of
     it. Views whose bytes interleave without meeting (x[::2] and x[1::2]) are fine."""
-    o_lo, o_hi = _byte_range(out)
-    for i, b in enumerate(inputs):
-        if b is out:
-            continue
-        lo, hi = _byte_range(b)
-        if lo < o_hi and o_lo < hi and not (_same_view(b, out) and b.dtype.itemsize == out.dtype.itemsize):
-            if not _shares_memory(b, out):
-                continue
+    for i in _core.overlapping_inputs(inputs, out):
+        if _shares_memory(inputs[i], out):
             raise ArgumentError(
                 f"{name}: out shares memory with input {i} without being the same view of it, so results would "
                 "depend on the order elements are computed in; pass a separate output array"
@@ -441,80 +401,6 @@ class _layout_at:  # noqa: N801 - read as a function: `_layout_at(buffer)`
             "typestr": f"|V{b.dtype.itemsize}",
             "data": (b.data_addr(), True),
         }
-
-
-def _collapsed(shape, inputs, out):
-    """(shape, element strides per array) with the inputs broadcast to `shape`, dims of
-    extent 1 dropped, the rest walked in the output's memory order (largest stride outermost,
-    ties in C order), and neighbouring dims merged wherever every array allows it."""
-    arrays = [*inputs, out]
-    table = [_element_strides(b, shape) for b in arrays]
-    merged_shape: list[int] = []
-    merged = [[] for _ in arrays]
-    for d in _memory_order(table[-1]):
-        extent = shape[d]
-        if extent == 1:
-            continue
-        if merged_shape and all(m[-1] == t[d] * extent for m, t in zip(merged, table)):
-            merged_shape[-1] *= extent
-            for m, t in zip(merged, table):
-                m[-1] = t[d]
-        else:
-            merged_shape.append(extent)
-            for m, t in zip(merged, table):
-                m.append(t[d])
-    if len(merged_shape) > _MAX_DIMS:
-        raise ArgumentError(
-            f"these arrays need {len(merged_shape)} dimensions even merged; kernels take at most {_MAX_DIMS}"
-        )
-    return tuple(merged_shape), [tuple(m) for m in merged]
-
-
-def _memory_order(strides) -> list[int]:
-    """The dims of an array by decreasing stride magnitude, ties in C order (csrc/dispatch.cpp
-    walks them the same way)."""
-    return sorted(range(len(strides)), key=lambda d: -abs(strides[d]))
-
-
-def _layout(inputs: list[_core.Buffer], shape) -> tuple[int, ...] | None:
-    """The order of dims a new result of `shape` is laid out in, outermost first, so that
-    `g.map(k)(x.T)` returns an array laid out like x.T, as NumPy, CuPy and PyTorch do; None for
-    C order. NumPy's rule for a ufunc's result (its iterator's order 'K'), over all the inputs:
-    an insertion sort of the dims from the innermost out, where a dim moves inside another only
-    when every input that is not broadcast along either (extent 1 or stride 0) has the larger
-    stride on it; dims no input tells apart keep their C order. csrc/dispatch.cpp's fast path
-    runs the same sort, makes C-order results only, and sends the calls this gives an order for
-    here."""
-    nd = len(shape)
-    if nd < 2:
-        return None
-    strides = [_broadcast_strides(b, shape) for b in inputs]
-    perm = list(range(nd - 1, -1, -1))  # innermost first
-    for i in range(1, nd):
-        outer, at = perm[i], i
-        for j in range(i - 1, -1, -1):
-            votes = [abs(s[perm[j]]) > abs(s[outer]) for s in strides if s[perm[j]] and s[outer]]
-            if votes and not all(votes):
-                break
-            if votes:
-                at = j
-        perm.insert(at, perm.pop(i))
-    order = tuple(perm[::-1])
-    return None if order == tuple(range(nd)) else order
-
-
-def _broadcast_strides(b: _core.Buffer, shape) -> list[int]:
-    """`b`'s strides in bytes over `shape`, 0 along the dims it is broadcast in."""
-    pad = len(shape) - len(b.shape)
-    return [0] * pad + [0 if e == 1 else s for e, s in zip(b.shape, b.strides)]
-
-
-def _element_strides(b: _core.Buffer, shape) -> list[int]:
-    """`b`'s strides in elements over `shape`, 0 along the dims it is broadcast in."""
-    itemsize = b.dtype.itemsize
-    if any(s % itemsize for s in b.strides):
-        raise ArgumentError(f"an array with strides {tuple(b.strides)} bytes is not made of whole {b.dtype} elements")
-    return [s // itemsize for s in _broadcast_strides(b, shape)]
 
 
 # ---- where results and streams come from ---------------------------------------------------
