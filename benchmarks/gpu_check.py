@@ -54,6 +54,7 @@ if missing := missing_requirements():
     )
 
 from gpu_targets import targets_table  # noqa: E402
+from gpu_timing import BATCH, BATCHES, WARM_UPS, event_ms, host_us  # noqa: E402
 
 import gompute as g  # noqa: E402 - after the check, which names what an import would only fail on
 from gompute.backend import cuda_version  # noqa: E402
@@ -134,56 +135,6 @@ def _result(ok: bool, figure: str) -> str:
 
 def gbps(nbytes: int, seconds: float) -> str:
     return f"{nbytes / seconds / 1e9:.1f} GB/s"
-
-
-def per_call_ms(fn, start, end, elapsed, calls: int = 20, repeats: int = 7) -> float:
-    """Median milliseconds one `fn()` takes on the GPU: `calls` of them back to back between the
-    events `start()` and `end()` record (`elapsed()` reads their time once the end is reached),
-    after three warm-up calls. One call between two events would time the host's cost of the call
-    too, as the GPU idles until its work arrives: ~60 us for a g.map on a torch tensor (the Python
-    path), ~15 us for a CuPy ElementwiseKernel, beside ~0.2 ms of kernel at 1e8 f32."""
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start()
-        for _ in range(calls):
-            fn()
-        end()
-        times.append(elapsed() / calls)
-    return float(np.median(times))
-
-
-WARM_UPS, BATCH, BATCHES = 50, 500, 20
-
-
-def host_us(fn, sync) -> float:
-    """Median microseconds of host time one `fn()` takes to submit, over `BATCHES` batches of
-    `BATCH` calls, each begun on an idle device (`sync()`), after `WARM_UPS` calls. A batch is
-    short enough that the driver's launch queue (about a thousand launches) does not fill, so
-    the figure is the host's cost of a call, not how fast the GPU drains tiny kernels."""
-    for _ in range(WARM_UPS):
-        fn()
-    per = []
-    for _ in range(BATCHES):
-        sync()
-        start = time.perf_counter()
-        for _ in range(BATCH):
-            fn()
-        per.append((time.perf_counter() - start) / BATCH)
-    sync()
-    return float(np.median(per)) * 1e6
-
-
-def event_ms(gpu, stream, fn, calls: int = 20, repeats: int = 7) -> float:
-    """per_call_ms of `fn()` on `stream`, timed with gompute's events."""
-    begin, done = gpu.create_event(), gpu.create_event()
-
-    def elapsed() -> float:
-        done.synchronize()
-        return begin.elapsed_ms(done)
-
-    return per_call_ms(fn, lambda: begin.record(stream), lambda: done.record(stream), elapsed, calls, repeats)
 
 
 def scenarios(gpu, check: Check) -> None:

@@ -10,8 +10,8 @@ skipped (listed as such) when the framework is missing.
 from __future__ import annotations
 
 import numpy as np
-from gpu_check import host_us, per_call_ms
 from gpu_kernels import scale_relu
+from gpu_timing import host_us, per_call_ms
 
 import gompute as g
 

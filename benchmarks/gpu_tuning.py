@@ -16,7 +16,7 @@ libcuda with host images (tests/map/test_gpu_tuning.py), which checks the script
 from __future__ import annotations
 
 import numpy as np
-from gpu_check import event_ms
+from gpu_timing import event_ms
 from kernels import KERNELS
 
 import gompute as g
