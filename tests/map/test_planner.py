@@ -129,9 +129,7 @@ def _numpy_pairs(inputs, out) -> list[tuple[int, ...]]:
     """For each element of the broadcast, its offset from element 0 in each array, in elements."""
     arrays = [np.broadcast_to(a, out.shape) for a in inputs] + [out]
     strides = [[s // a.itemsize for s in a.strides] for a in arrays]
-    return [
-        tuple(sum(i * s for i, s in zip(index, row)) for row in strides) for index in np.ndindex(*out.shape)
-    ]
+    return [tuple(sum(i * s for i, s in zip(index, row)) for row in strides) for index in np.ndindex(*out.shape)]
 
 
 def test_the_entry_points():
