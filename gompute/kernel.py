@@ -170,7 +170,7 @@ class _Call:
     def run(self):
         k = self.kernel
         if len(self.arrays) != k.arity:
-            raise ArgumentError(f"{k.name} takes {k.arity} array(s), got {len(self.arrays)}")
+            raise ArgumentError(self._arity_message())
         packed = self._pack_params()
         wanted = self._wanted_stream()
         inputs = [self._import(a, wanted) for a in self.arrays]
@@ -189,12 +189,26 @@ class _Call:
 
     # -- arguments ----------------------------------------------------------------------
 
+    def _arity_message(self) -> str:
+        k, given = self.kernel, len(self.arrays)
+        message = f"{k.name} takes {k.arity} array{'s' if k.arity != 1 else ''} ({', '.join(k.arg_names)}), got {given}"
+        if given > k.arity and k.params_class is not None:
+            message += f"; its params are keywords: {_call_example(k, k.params_class.__fields__)}"
+        return message
+
     def _pack_params(self) -> bytes | None:
         cls = self.kernel.params_class
         if cls is None:
             if self.params:
                 raise ArgumentError(f"{self.kernel.name} takes no params, got {', '.join(sorted(self.params))}")
             return None
+        missing = [f for f in cls.__fields__ if f.name not in self.params]
+        if missing:
+            names = ", ".join(f.name for f in missing)
+            raise ArgumentError(
+                f"{self.kernel.name} needs a value for {names} ({cls.__name__}); pass "
+                f"{'it' if len(missing) == 1 else 'them'} as keywords: {_call_example(self.kernel, missing)}"
+            )
         return abi.pack(cls, **self.params)
 
     def _wanted_stream(self) -> int | None:
@@ -207,6 +221,8 @@ class _Call:
         return 1 if handle == 0 else handle
 
     def _import(self, array, wanted: int | None) -> _core.Buffer:
+        if isinstance(array, (list, tuple, int, float, complex, bool)):
+            raise ArgumentError(self._not_an_array(array))
         buffer = asbuffer(array, stream=wanted)
         if not buffer.typed:
             buffer = buffer.view(np.uint8, buffer.nbytes)
@@ -226,6 +242,17 @@ class _Call:
                     f"{self.kernel.name}: {describe(array)} is on {buffer.backend}:{buffer.device}, but the call "
                     f"runs on {where[0]}:{where[1]}; move it there first"
                 )
+
+    def _not_an_array(self, value) -> str:
+        k = self.kernel
+        i = next((i for i, a in enumerate(self.arrays) if a is value), None)
+        name, declared = ("out", None) if i is None else (k.arg_names[i], k.annotations[i])
+        dtype = "" if declared is None or declared.dtype is None else f", dtype=np.{np.dtype(declared.dtype).name}"
+        why = f" (np.asarray alone makes float64 or int64, which {name}: {declared.name} may refuse)" if dtype else ""
+        return (
+            f"{k.name}: {name} is a Python {type(value).__name__}, and g.map takes arrays; "
+            f"pass np.asarray({name}{dtype}){why}"
+        )
 
     def _broadcast(self, buffers) -> tuple[int, ...]:
         shape = _core.broadcast_shape(buffers)
@@ -401,6 +428,11 @@ class _layout_at:  # noqa: N801 - read as a function: `_layout_at(buffer)`
             "typestr": f"|V{b.dtype.itemsize}",
             "data": (b.data_addr(), True),
         }
+
+
+def _call_example(kernel: MapKernel, fields) -> str:
+    arrays = ", ".join(kernel.arg_names)
+    return f"g.map({kernel.name})({arrays}, {', '.join(f'{f.name}=...' for f in fields)})"
 
 
 # ---- where results and streams come from ---------------------------------------------------

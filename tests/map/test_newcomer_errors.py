@@ -1,0 +1,61 @@
+"""The mistakes a first-time user makes get an error that says what to write instead."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gompute as g
+
+from .kernels import add, axpy, scale_relu
+
+x = np.linspace(-1, 1, 10, dtype=np.float32)
+
+
+def test_params_given_positionally_are_said_to_be_keywords():
+    with pytest.raises(
+        g.ArgumentError,
+        match=r"takes 1 array \(x\), got 2; its params are keywords: "
+        r"g\.map\(scale_relu\)\(x, scale=\.\.\.\)",
+    ):
+        g.map(scale_relu)(x, 2)
+
+
+def test_too_few_arrays_name_the_kernels_arrays():
+    with pytest.raises(g.ArgumentError, match=r"axpy takes 3 arrays \(a, x, y\), got 1$"):
+        g.map(axpy)(x)
+
+
+def test_a_missing_param_names_the_kernel_and_shows_the_keyword():
+    with pytest.raises(
+        g.ArgumentError,
+        match=r"scale_relu needs a value for scale \(Params\); pass it as keywords: "
+        r"g\.map\(scale_relu\)\(x, scale=\.\.\.\)",
+    ):
+        g.map(scale_relu)(x)
+
+
+@pytest.mark.parametrize("value", [[0.5, -1.0], (0.5, -1.0), 2.0], ids=["list", "tuple", "float"])
+def test_a_python_value_is_told_to_become_an_array_of_the_kernels_type(value):
+    with pytest.raises(
+        g.ArgumentError,
+        match=r"scale_relu: x is a Python \w+, and g\.map takes arrays; pass "
+        r"np\.asarray\(x, dtype=np\.float32\) \(np\.asarray alone makes float64",
+    ):
+        g.map(scale_relu)(value, scale=2)
+
+
+def test_a_generic_kernels_list_gets_no_dtype_advice():
+    message = r"add: y is a Python list, and g\.map takes arrays; pass np\.asarray\(y\)$"
+    with pytest.raises(g.ArgumentError, match=message):
+        g.map(add)(x, [1.0] * 10)
+
+
+def test_a_python_list_as_out_is_named():
+    with pytest.raises(g.ArgumentError, match=r"out is a Python list"):
+        g.map(scale_relu)(x, out=[0.0] * 10, scale=2)
+
+
+def test_the_advice_works():
+    y = g.map(scale_relu)(np.asarray([0.5, -1.0], dtype=np.float32), scale=2)
+    np.testing.assert_array_equal(y, [1.0, 0.0])
