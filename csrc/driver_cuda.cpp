@@ -1,10 +1,7 @@
-// The CUDA driver table: libcuda opened at first use, each call translated 1:1.
-// The entry points themselves are declared in cuda_api.h.
-#include <mutex>
-
+// The CUDA driver table: each call translated 1:1 to libcuda's, which driver_gpu.h opens
+// at first use. The entry points themselves are declared in cuda_api.h.
 #include "cuda_api.h"
-#include "driver.h"
-#include "dynlib.h"
+#include "driver_gpu.h"
 
 namespace gompute {
 namespace {
@@ -13,16 +10,13 @@ using namespace cuda_api;  // this file is their one user
 
 constexpr int kMinDriverVersion = 11040;  // cuLaunchKernel & co. as used here; CUDA 11.4
 
-class CudaDriver final : public Driver {
+class CudaDriver final : public GpuDriver {
+  static_assert(CUDA_SUCCESS == kSuccess, "GpuDriver::check takes 0 for success");
+
  public:
+  CudaDriver() : GpuDriver("CUDA", "GOMPUTE_LIBCUDA", {"libcuda.so.1", "libcuda.so"}) {}
+
   BackendKind kind() const override { return BackendKind::cuda; }
-
-  void ensure_loaded() override {
-    std::call_once(loaded_, [this] { load(); });
-    if (!unavailable_.empty()) throw Error(ErrorKind::BackendUnavailable, "CUDA is unavailable: " + unavailable_);
-  }
-
-  int driver_version() override { return version_; }
 
   int device_count() override {
     int n = 0;
@@ -192,36 +186,23 @@ class CudaDriver final : public Driver {
   void device_synchronize() override { check(api_.cuCtxSynchronize(), "cuCtxSynchronize", ErrorKind::SyncFailed); }
 
  private:
-  void load() {
-    if (!lib_.open("GOMPUTE_LIBCUDA", {"libcuda.so.1", "libcuda.so"}, &unavailable_)) return;
-    if (!resolve()) return;
+  std::string initialize() override {
     CUresult r = api_.cuInit(0);
-    if (r != CUDA_SUCCESS) {
-      unavailable_ = "cuInit failed with " + error_name(r) + " (" + error_text(r) + ") using " + lib_.path();
-      return;
-    }
-    if ((r = api_.cuDriverGetVersion(&version_)) != CUDA_SUCCESS) {
-      unavailable_ = "cuDriverGetVersion failed with " + error_name(r);
-      return;
-    }
-    if (version_ < kMinDriverVersion) {
-      unavailable_ = "driver version " + version_text(version_) + " is too old; gompute needs " +
-                     version_text(kMinDriverVersion) + " or newer";
-      return;
-    }
+    if (r != CUDA_SUCCESS)
+      return "cuInit failed with " + error_name(r) + " (" + error_text(r) + ") using " + lib_.path();
+    if ((r = api_.cuDriverGetVersion(&version_)) != CUDA_SUCCESS)
+      return "cuDriverGetVersion failed with " + error_name(r);
+    if (version_ < kMinDriverVersion)
+      return "driver version " + version_text(version_) + " is too old; gompute needs " +
+             version_text(kMinDriverVersion) + " or newer";
     int n = 0;
     if ((r = api_.cuDeviceGetCount(&n)) != CUDA_SUCCESS)
-      unavailable_ = "cuDeviceGetCount failed with " + error_name(r) + " (" + error_text(r) + ")";
-    else if (n == 0)
-      unavailable_ = "no CUDA device (driver " + version_text(version_) + ")";
+      return "cuDeviceGetCount failed with " + error_name(r) + " (" + error_text(r) + ")";
+    if (n == 0) return "no CUDA device (driver " + version_text(version_) + ")";
+    return "";
   }
 
-  bool resolve() {
-    std::string missing;
-    auto need = [&](auto& slot, const char* name) {
-      slot = lib_.symbol<std::remove_reference_t<decltype(slot)>>(name);
-      if (!slot) missing += (missing.empty() ? "" : ", ") + std::string(name);
-    };
+  void resolve() override {
     need(api_.cuInit, "cuInit");
     need(api_.cuDriverGetVersion, "cuDriverGetVersion");
     need(api_.cuGetErrorName, "cuGetErrorName");
@@ -261,17 +242,12 @@ class CudaDriver final : public Driver {
     need(api_.cuModuleUnload, "cuModuleUnload");
     need(api_.cuModuleGetFunction, "cuModuleGetFunction");
     need(api_.cuLaunchKernel, "cuLaunchKernel");
-    if (!missing.empty()) {
-      unavailable_ = (api_.cuInit ? "driver too old: " : "not a CUDA driver: ") + lib_.path() + " lacks " + missing;
-      return false;
-    }
     api_.cuModuleGetFunctionCount = lib_.symbol<decltype(api_.cuModuleGetFunctionCount)>("cuModuleGetFunctionCount");
     api_.cuModuleEnumerateFunctions =
         lib_.symbol<decltype(api_.cuModuleEnumerateFunctions)>("cuModuleEnumerateFunctions");
     api_.cuFuncGetName = lib_.symbol<decltype(api_.cuFuncGetName)>("cuFuncGetName");
     api_.cuFuncGetParamInfo = lib_.symbol<decltype(api_.cuFuncGetParamInfo)>("cuFuncGetParamInfo");
     api_.cuPointerGetAttribute = lib_.symbol<decltype(api_.cuPointerGetAttribute)>("cuPointerGetAttribute");
-    return true;
   }
 
   CUdevice device(int ordinal) {
@@ -280,28 +256,20 @@ class CudaDriver final : public Driver {
     return dev;
   }
 
-  std::string error_name(CUresult r) const {
+  std::string error_name(CUresult r) const override {
     const char* s = nullptr;
     if (api_.cuGetErrorName && api_.cuGetErrorName(r, &s) == CUDA_SUCCESS && s) return s;
     return "CUDA_ERROR_" + std::to_string(r);
   }
-  std::string error_text(CUresult r) const {
+  std::string error_text(CUresult r) const override {
     const char* s = nullptr;
     if (api_.cuGetErrorString && api_.cuGetErrorString(r, &s) == CUDA_SUCCESS && s) return s;
     return "unknown CUDA error";
   }
 
-  void check(CUresult r, const char* call, ErrorKind kind = ErrorKind::DeviceError) const {
-    if (r != CUDA_SUCCESS) fail(kind, error_name(r), std::string(call) + ": " + error_text(r));
-  }
-
   static std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
 
-  DynamicLibrary lib_;
   Api api_{};
-  std::once_flag loaded_;
-  std::string unavailable_;
-  int version_ = 0;
 };
 
 }  // namespace

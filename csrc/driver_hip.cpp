@@ -1,5 +1,5 @@
-// The HIP driver table: libamdhip64 opened at first use, each call translated 1:1
-// through HIP's module (driver-style) API.
+// The HIP driver table: each call translated 1:1 to HIP's module (driver-style) API in
+// libamdhip64, which driver_gpu.h opens at first use.
 //
 // The entry points are declared here, not taken from hip_runtime_api.h, so gompute
 // builds without ROCm. Signatures checked against ROCm/clr
@@ -7,10 +7,8 @@
 // hip_runtime_api.h; every symbol used is exported since hip_4.2 (hip_hcc.map.in)
 // except hipGetDevicePropertiesR0600 (hip_6.0).
 #include <cstring>
-#include <mutex>
 
-#include "driver.h"
-#include "dynlib.h"
+#include "driver_gpu.h"
 
 namespace gompute {
 namespace {
@@ -88,16 +86,14 @@ struct Api {
 
 void* as_ptr(DevicePtr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
 
-class HipDriver final : public Driver {
+class HipDriver final : public GpuDriver {
+  static_assert(hipSuccess == kSuccess, "GpuDriver::check takes 0 for success");
+
  public:
+  HipDriver()
+      : GpuDriver("HIP", "GOMPUTE_LIBHIP", {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"}) {}
+
   BackendKind kind() const override { return BackendKind::hip; }
-
-  void ensure_loaded() override {
-    std::call_once(loaded_, [this] { load(); });
-    if (!unavailable_.empty()) throw Error(ErrorKind::BackendUnavailable, "HIP is unavailable: " + unavailable_);
-  }
-
-  int driver_version() override { return version_; }
 
   int device_count() override {
     int n = 0;
@@ -226,32 +222,20 @@ class HipDriver final : public Driver {
   }
 
  private:
-  void load() {
-    if (!lib_.open("GOMPUTE_LIBHIP", {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"}, &unavailable_))
-      return;
-    if (!resolve()) return;
+  std::string initialize() override {
     hipError_t r = api_.hipInit(0);
-    if (r != hipSuccess) {
-      unavailable_ = "hipInit failed with " + error_name(r) + " (" + error_text(r) + ") using " + lib_.path();
-      return;
-    }
+    if (r != hipSuccess)
+      return "hipInit failed with " + error_name(r) + " (" + error_text(r) + ") using " + lib_.path();
     api_.hipDriverGetVersion(&version_);
-    if (version_ < kMinDriverVersion) {
-      unavailable_ = "HIP runtime version " + version_text(version_) + " is too old; gompute needs ROCm " +
-                     version_text(kMinDriverVersion) + " or newer";
-      return;
-    }
+    if (version_ < kMinDriverVersion)
+      return "HIP runtime version " + version_text(version_) + " is too old; gompute needs ROCm " +
+             version_text(kMinDriverVersion) + " or newer";
     int n = 0;
-    if (api_.hipGetDeviceCount(&n) != hipSuccess || n == 0)
-      unavailable_ = "no HIP device (ROCm " + version_text(version_) + ")";
+    if (api_.hipGetDeviceCount(&n) != hipSuccess || n == 0) return "no HIP device (ROCm " + version_text(version_) + ")";
+    return "";
   }
 
-  bool resolve() {
-    std::string missing;
-    auto need = [&](auto& slot, const char* name) {
-      slot = lib_.symbol<std::remove_reference_t<decltype(slot)>>(name);
-      if (!slot) missing += (missing.empty() ? "" : ", ") + std::string(name);
-    };
+  void resolve() override {
     need(api_.hipInit, "hipInit");
     need(api_.hipDriverGetVersion, "hipDriverGetVersion");
     need(api_.hipGetErrorName, "hipGetErrorName");
@@ -297,11 +281,6 @@ class HipDriver final : public Driver {
     need(api_.hipModuleUnload, "hipModuleUnload");
     need(api_.hipModuleGetFunction, "hipModuleGetFunction");
     need(api_.hipModuleLaunchKernel, "hipModuleLaunchKernel");
-    if (!missing.empty()) {
-      unavailable_ = "driver too old: " + lib_.path() + " lacks " + missing;
-      return false;
-    }
-    return true;
   }
 
   hipDevice_t device(int ordinal) {
@@ -329,29 +308,21 @@ class HipDriver final : public Driver {
     return full.substr(0, full.find(':'));
   }
 
-  std::string error_name(hipError_t r) const {
+  std::string error_name(hipError_t r) const override {
     const char* s = api_.hipGetErrorName ? api_.hipGetErrorName(r) : nullptr;
     return s ? s : "hipError_" + std::to_string(r);
   }
-  std::string error_text(hipError_t r) const {
+  std::string error_text(hipError_t r) const override {
     const char* s = api_.hipGetErrorString ? api_.hipGetErrorString(r) : nullptr;
     return s ? s : "unknown HIP error";
-  }
-
-  void check(hipError_t r, const char* call, ErrorKind kind = ErrorKind::DeviceError) const {
-    if (r != hipSuccess) fail(kind, error_name(r), std::string(call) + ": " + error_text(r));
   }
 
   static std::string version_text(int v) {
     return std::to_string(v / 10000000) + "." + std::to_string(v / 100000 % 100);
   }
 
-  DynamicLibrary lib_;
   Api api_{};
   size_t arch_offset_ = 0;
-  std::once_flag loaded_;
-  std::string unavailable_;
-  int version_ = 0;
 };
 
 }  // namespace
