@@ -19,28 +19,11 @@ using namespace gompute;
 
 namespace {
 
-const char* kind_name(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::BackendUnavailable: return "BackendUnavailable";
-    case ErrorKind::AllocFailed: return "AllocFailed";
-    case ErrorKind::CopyFailed: return "CopyFailed";
-    case ErrorKind::SyncFailed: return "SyncFailed";
-    case ErrorKind::KernelNotFound: return "KernelNotFound";
-    case ErrorKind::ModuleLoadFailed: return "ModuleLoadFailed";
-    case ErrorKind::LaunchFailed: return "LaunchFailed";
-    case ErrorKind::BufferFreed: return "BufferFreed";
-    case ErrorKind::InvalidHandle: return "InvalidHandle";
-    case ErrorKind::DeviceError: return "DeviceError";
-    case ErrorKind::ArgumentError: return "ArgumentError";
-  }
-  return "GomputeError";
-}
-
 void translate(std::exception_ptr p) {
   try {
     if (p) std::rethrow_exception(p);
   } catch (const Error& e) {
-    py::object cls = py::module_::import("gompute.errors").attr(kind_name(e.kind()));
+    py::object cls = py::module_::import("gompute.errors").attr(error_kind_name(e.kind()));
     py::object code = e.code().empty() ? py::none() : py::object(py::str(e.code()));
     PyErr_SetObject(cls.ptr(), cls(e.what(), code).ptr());
   }
@@ -315,6 +298,9 @@ py::dict stats_dict() {
 PYBIND11_MODULE(_core, m) {
   m.doc() = "gompute's C++ core: the driver table and the runtime objects over it.";
   py::register_exception_translator(translate);
+  // The Python class each C++ error kind is raised as; tests/test_facts.py checks gompute/errors.py.
+  std::vector<std::string> error_kinds(std::begin(kErrorKindNames), std::end(kErrorKindNames));
+  m.attr("ERROR_KINDS") = py::tuple(py::cast(error_kinds));
 
   m.def("probe", [](int kind) { return probe(BackendKind(kind)); }, py::arg("kind"),
         "(usable, reason, driver_version, device_count) for backend kind 0 cuda, 1 hip, 2 host.");
