@@ -58,3 +58,38 @@ def relax(x: g.f64, p: Steps) -> g.f64:
     for _ in range(p.steps):
         y = 0.5 * (y + 1.0)
     return y
+
+
+class Every(g.Params):
+    a: g.f16
+    b: g.f32
+    c: g.f64
+    d: g.i8
+    e: g.u16
+    f: g.i32
+    h: g.i64
+    i: g.u64
+    j: g.bool_
+
+
+@g.map_kernel
+def pick(field: g.i32, p: Every) -> g.f64:
+    """The params field numbered `field`, as f64 (exact for every value the tests pack)."""
+    out = g.f64(p.j)
+    if field == 0:
+        out = g.f64(p.a)
+    elif field == 1:
+        out = g.f64(p.b)
+    elif field == 2:
+        out = p.c
+    elif field == 3:
+        out = g.f64(p.d)
+    elif field == 4:
+        out = g.f64(p.e)
+    elif field == 5:
+        out = g.f64(p.f)
+    elif field == 6:
+        out = g.f64(p.h)
+    elif field == 7:
+        out = g.f64(p.i)
+    return out
