@@ -18,53 +18,29 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..backend import Backend, cuda_version
-from ..errors import CompileError, SourceRejected
-from .cache import DiskCache, default_cache, gompute_version
+from ..errors import CompileError
+from . import rtc
+from .cache import DiskCache
+from .rtc import RuntimeCompiler, loadable
 
 # No --use_fast_math and no FMA contraction: each operation rounds as NumPy's does.
 OPTIONS = ("--std=c++17", "--fmad=false")
 
 
-class Nvrtc:
+class Nvrtc(RuntimeCompiler):
     """The loaded NVRTC library."""
 
-    def __init__(self, lib: ctypes.CDLL, path: str):
-        self.lib, self.path = lib, path
-        for name in (
-            "nvrtcCreateProgram",
-            "nvrtcCompileProgram",
-            "nvrtcDestroyProgram",
-            "nvrtcGetProgramLogSize",
-            "nvrtcGetProgramLog",
-            "nvrtcGetPTXSize",
-            "nvrtcGetPTX",
-            "nvrtcGetCUBINSize",
-            "nvrtcGetCUBIN",
-            "nvrtcVersion",
-            "nvrtcGetNumSupportedArchs",
-            "nvrtcGetSupportedArchs",
-        ):
-            getattr(lib, name).restype = ctypes.c_int
-        lib.nvrtcGetErrorString.restype = ctypes.c_char_p
-
-    @functools.cached_property
-    def version(self) -> tuple[int, int]:
-        major, minor = ctypes.c_int(), ctypes.c_int()
-        self._check(self.lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)), "nvrtcVersion")
-        return major.value, minor.value
+    prefix, title, backend, source_suffix = "nvrtc", "NVRTC", "cuda", ".cu"
+    options, arch_flag = OPTIONS, "--gpu-architecture"
 
     @functools.cached_property
     def supported_archs(self) -> list[int]:
         """The compute capabilities this NVRTC compiles for, e.g. [75, 80, ..., 120]."""
         n = ctypes.c_int()
-        self._check(self.lib.nvrtcGetNumSupportedArchs(ctypes.byref(n)), "nvrtcGetNumSupportedArchs")
+        self._call("GetNumSupportedArchs", ctypes.byref(n))
         archs = (ctypes.c_int * n.value)()
-        self._check(self.lib.nvrtcGetSupportedArchs(archs), "nvrtcGetSupportedArchs")
+        self._call("GetSupportedArchs", archs)
         return list(archs)
-
-    def _check(self, status: int, what: str) -> None:
-        if status != 0:
-            raise CompileError(f"{what} failed: {self.lib.nvrtcGetErrorString(status).decode()}")
 
     def check_arch(self, arch: str) -> str:
         """ "sm" or "compute" for an arch this NVRTC compiles for; else a CompileError."""
@@ -76,44 +52,13 @@ class Nvrtc:
             )
         return kind
 
-    def compile(self, source: str, arch: str, filename: str = "source.cu", options=OPTIONS) -> tuple[bytes, str]:
-        """(PTX for "compute_XX" or CUBIN for "sm_XX", the compile log)."""
-        kind = self.check_arch(arch)
-        prog = ctypes.c_void_p()
-        self._check(
-            self.lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), filename.encode(), 0, None, None),
-            "nvrtcCreateProgram",
-        )
-        try:
-            argv = [*options, f"--gpu-architecture={arch}"]
-            c_argv = (ctypes.c_char_p * len(argv))(*(o.encode() for o in argv))
-            status = self.lib.nvrtcCompileProgram(prog, len(argv), c_argv)
-            log = self._log(prog)
-            if status != 0:
-                raise SourceRejected(
-                    f"NVRTC failed for {arch} "
-                    f"({self.lib.nvrtcGetErrorString(status).decode()}).\nsource: {filename}\n{log}"
-                )
-            get_size, get = (
-                (self.lib.nvrtcGetPTXSize, self.lib.nvrtcGetPTX)
-                if kind == "compute"
-                else (self.lib.nvrtcGetCUBINSize, self.lib.nvrtcGetCUBIN)
-            )
-            size = ctypes.c_size_t()
-            self._check(get_size(prog, ctypes.byref(size)), "getting the output size")
-            out = ctypes.create_string_buffer(size.value)
-            self._check(get(prog, out), "getting the output")
-            data = out.raw
-            return (data.rstrip(b"\0") if kind == "compute" else data), log
-        finally:
-            self.lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    def output_kind(self, arch: str) -> str:
+        return "PTX" if self.check_arch(arch) == "compute" else "CUBIN"
 
-    def _log(self, prog) -> str:
-        size = ctypes.c_size_t()
-        self.lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-        buf = ctypes.create_string_buffer(max(size.value, 1))
-        self.lib.nvrtcGetProgramLog(prog, buf)
-        return buf.value.decode(errors="replace")
+    def compile(self, source: str, arch: str, filename: str | None = None) -> tuple[bytes, str]:
+        """(PTX for "compute_XX" or CUBIN for "sm_XX", the compile log); PTX without its NUL."""
+        data, log = super().compile(source, arch, filename)
+        return (data.rstrip(b"\0") if arch.startswith("compute") else data), log
 
 
 def parse_arch(arch: str) -> tuple[str, int]:
@@ -179,11 +124,7 @@ def _candidates(tried: list[str]):
         tried.append("cuda-pathfinder (not installed)")
     except Exception as e:  # noqa: BLE001 - pathfinder's several not-found errors
         tried.append(f"cuda-pathfinder ({e})")
-    for path in _fallback_paths():
-        try:
-            yield Nvrtc(ctypes.CDLL(path), path)
-        except OSError:
-            tried.append(path)
+    yield from loadable(Nvrtc, _fallback_paths(), tried)
 
 
 def _cuda_driver_version() -> int | None:
@@ -217,11 +158,7 @@ def _fallback_paths() -> list[str]:
 
 
 def available() -> bool:
-    try:
-        load()
-        return True
-    except CompileError:
-        return False
+    return rtc.available(load)
 
 
 def default_ptx_arch() -> str:
@@ -233,20 +170,4 @@ def compile_cuda(name: str, source: str, arch: str, cache: DiskCache | None = No
     """PTX (arch "compute_XX") or CUBIN ("sm_XX") of `source`, through the disk cache."""
     nvrtc = load()
     kind = nvrtc.check_arch(arch)  # before the cache, so a bad arch leaves no failed build behind
-    binary = f"{arch}.ptx" if kind == "compute" else f"{arch}.cubin"
-    key = {
-        "gompute": gompute_version(),
-        "backend": "cuda",
-        "source": source,
-        "compiler": f"nvrtc {nvrtc.version[0]}.{nvrtc.version[1]} {Path(nvrtc.path).name}",
-        "options": list(OPTIONS),
-        "target": arch,
-    }
-
-    def build(folder: Path) -> None:
-        src = folder / "source.cu"
-        src.write_text(source)
-        data, _ = nvrtc.compile(source, arch, filename=str(src))
-        (folder / binary).write_bytes(data)
-
-    return (cache or default_cache()).get(name, key, binary, build)
+    return nvrtc.compile_cached(name, source, arch, f"{arch}.ptx" if kind == "compute" else f"{arch}.cubin", cache)
