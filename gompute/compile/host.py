@@ -39,7 +39,7 @@ FLAGS = (
     "-ffp-contract=off",
     "-w",
 )
-# GCC only (Clang refuses it): a loop with a run-time trip count is emitted guarded (lang/emit.py),
+# GCC only (Clang refuses it): a loop with a run-time trip count is emitted guarded (lang/codegen.py),
 # and splitting it in two at the guard would stop GCC vectorizing across it.
 GCC_FLAGS = ("-fno-split-loops",)
 

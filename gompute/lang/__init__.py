@@ -1,7 +1,7 @@
 """The kernel language: typed Python functions → typed IR → C++ for CUDA, HIP and the host CPU.
 
 `frontend` (statements) and `exprs` (expressions) turn Python's AST into the IR of `ir`, typed by
-the NumPy 2 rules in `types`; `builtins` is the table of builtins; `emit` spells IR as C++;
+the NumPy 2 rules in `typing_rules`; `builtins` is the table of builtins; `codegen` spells IR as C++;
 `module` assembles a module: a backend prelude from `preludes/`, params structs, functions and
 entry points. `kernel` holds the decorators users see.
 

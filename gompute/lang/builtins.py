@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import types as T
-from .types import Type, Weak, concrete, converts_exactly, float_of, promote_all
+from .typing_rules import Type, Weak, concrete, converts_exactly, float_of, promote_all
 
 # How argument types resolve to (compute type, result type).
 FLOAT = "float"  # NumPy's float loop for the arguments (np.sqrt(int8) is f16; see _float_loop)

@@ -14,8 +14,8 @@ read, the result as it is stored; `MapKernel.variant` has checked that both are 
 from __future__ import annotations
 
 from ..types import ScalarType
-from .emit import storage_ctype, value_ctype
-from .types import is_half
+from .codegen import storage_ctype, value_ctype
+from .typing_rules import is_half
 
 
 def entries_source(backend: str, unit, structs: dict[type, str], call_name: str, done: set[int]) -> list[str]:

@@ -12,7 +12,7 @@ from .. import types as T
 from ..types import Scalar, ScalarType, _bf16_bits
 from . import ir
 from .builtins import PREDICATE, PYTHON_ALIASES, WHERE, Builtin, PowBuiltin
-from .types import (
+from .typing_rules import (
     WEAK_BOOL,
     WEAK_FLOAT,
     WEAK_INT,
@@ -273,7 +273,7 @@ class ExprLowering:
 
     def compare(self, op: str, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
         if {left.type, right.type} == {T.i64, T.u64}:
-            return ir.Compare(op, left, right, T.bool_)  # compared exactly, not through f64 (emit.py)
+            return ir.Compare(op, left, right, T.bool_)  # compared exactly, not through f64 (codegen.py)
         outside = _outside_the_range(op, left, right)
         if outside is not None:
             return ir.Const(outside, T.bool_)

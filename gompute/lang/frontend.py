@@ -16,7 +16,7 @@ from ..types import ScalarType
 from . import ir
 from .exprs import BINOPS, ExprLowering, Unresolved, refused
 from .source import Source
-from .types import WEAK_INT, Type, Weak, concrete, describe, promote
+from .typing_rules import WEAK_INT, Type, Weak, concrete, describe, promote
 
 _MAX_PASSES = 16
 _REFUSED_STMTS = {

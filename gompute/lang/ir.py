@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .types import Type
+from .typing_rules import Type
 
 
 class Expr:

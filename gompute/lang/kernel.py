@@ -20,7 +20,7 @@ from . import ir, reserved
 from .frontend import check_signature, translate
 from .module import EntryPoint, Specialization, module_source
 from .source import Source
-from .types import Type, converts_exactly
+from .typing_rules import Type, converts_exactly
 
 _IMAGE_FORMAT = {"host": "so", "cuda": "cubin", "hip": "hsaco"}
 

@@ -13,9 +13,9 @@ from .. import types as T
 from ..errors import ArgumentError
 from ..types import ScalarType
 from . import ir
-from .emit import FunctionEmitter, c_ident, storage_ctype
+from .codegen import FunctionEmitter, c_ident, storage_ctype
 from .entries import entries_source
-from .types import concrete
+from .typing_rules import concrete
 
 BACKENDS = ("host", "cuda", "hip")
 KERNELS_MARKER = "// ---- generated kernels ----"

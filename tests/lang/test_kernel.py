@@ -14,7 +14,7 @@ from gompute import types as T
 from gompute.compile import hiprtc
 from gompute.dim3 import Dim3
 from gompute.errors import ArgumentError, CompileError
-from gompute.lang.types import WEAK_BOOL, WEAK_FLOAT, WEAK_INT, concrete, float_of, promote
+from gompute.lang.typing_rules import WEAK_BOOL, WEAK_FLOAT, WEAK_INT, concrete, float_of, promote
 
 from . import sample_kernels as S
 
