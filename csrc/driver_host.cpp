@@ -24,12 +24,11 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 // Where a launch runs: on the calling thread (or the stream's own) or on the worker pool. A hand-
-// off to the pool costs 2-3 us on the 2-core VM with its threads spinning, and jobs of up to ~8 us
-// of work finished no sooner on two threads than on one. So a launch runs inline when its
-// function's measured cost (HostFunction::thread_ns) says it takes under kInlineNanoseconds on one
-// thread, and one of at most kInlineThreads (64 KiB of f32: the small arrays, which must not pay a
-// hand-off) does unless it takes more than kPoolNanoseconds, where two threads plainly win (16
-// f16 Newton steps over 10000 elements take 215 us).
+// off to the pool costs a few microseconds, which a short job does not win back on more threads.
+// So a launch runs inline when its function's recorded cost per thread (HostFunction::thread_ns)
+// puts it under kInlineNanoseconds, and one of at most kInlineThreads (64 KiB of f32: the small
+// arrays, which must not pay a hand-off) does unless it takes more than kPoolNanoseconds, where
+// the pool plainly wins. benchmarks/results/ holds the timings these thresholds come from.
 constexpr uint64_t kInlineThreads = 16384;
 constexpr double kInlineNanoseconds = 6000;
 constexpr double kPoolNanoseconds = 25000;
@@ -337,7 +336,7 @@ class HostDriver final : public Driver {
     auto& slot = module->functions[name];
     if (!slot) {
       // Only the module's own exported functions: dlsym also finds its data (the arity constants)
-      // and, through the module's dependencies, libc's functions; launching those crashed.
+      // and, through the module's dependencies, libc's functions, which are not kernels.
       const bool exported = std::find(module->names.begin(), module->names.end(), name) != module->names.end();
       auto entry = exported ? reinterpret_cast<gompute_host_kernel>(dlsym(module->handle, name.c_str())) : nullptr;
       if (!entry) {

@@ -19,8 +19,8 @@ namespace gompute {
 // callers (one per stream) may run jobs at once; each job's caller works on it too,
 // so a job always makes progress. Between jobs a pool thread spins for `spin` before it
 // sleeps, and a caller spins that long for the pool's last chunks before it sleeps: a
-// loop of launches then hands work over without waking a thread (a wake-up and the
-// sleep before it cost several microseconds, more than a 100 KB job takes).
+// loop of launches then hands work over without waking a thread, since a wake-up costs
+// more than a small job takes.
 class WorkerPool {
  public:
   WorkerPool(unsigned threads, std::chrono::microseconds spin);
@@ -48,8 +48,7 @@ class WorkerPool {
 // with `may_run_inline` runs on the submitting thread instead, which saves a thread
 // hand-off for small work; order is kept either way. Like the pool's, the queue's thread
 // spins for `spin` for the next task before it sleeps, and drain() spins that long for the
-// queue to empty: without it, a launch and a synchronize on a stream cost two wake-ups,
-// 50-140 us on the 2-core VM.
+// queue to empty, so a launch followed by a synchronize costs no thread wake-up.
 class TaskQueue {
  public:
   using Task = std::function<void()>;
@@ -66,7 +65,7 @@ class TaskQueue {
       busy_ = true;
       idle_.store(false, std::memory_order_relaxed);
     }
-    InlineRun done{this};  // finished even if fn throws: a stream left busy hung every wait on it
+    InlineRun done{this};  // finished even if fn throws: a stream left busy would hang every wait on it
     fn();
     return true;
   }

@@ -198,8 +198,8 @@ struct StreamState {
   bool destroyed = false;
   std::mutex mu;
   void destroy();       // idempotent
-  // The last handle gone: a stream dropped without deinit() kept its driver stream (on the
-  // host, a thread) until the process ended, and shutdown() could no longer reach it.
+  // The last handle gone: a stream dropped without deinit() releases its driver stream (on
+  // the host, a thread), which nothing else could reach to release it later.
   ~StreamState() { destroy(); }
 };
 

@@ -94,7 +94,7 @@ GOMPUTE_ROWS void gompute_scatter_lanes(S* p, int64_t step, const S* b, int64_t 
 }
 
 // What an element is copied as: a half as its 16 bits, since GCC copies a struct one at a time,
-// where it copies integers in vector lanes (the f16 copies of x[::2] took 1.5x the contiguous time).
+// where it copies integers in vector lanes.
 template <typename S> struct gompute_lane { typedef S type; };
 template <> struct gompute_lane<gompute_f16> { typedef uint16_t type; };
 template <> struct gompute_lane<gompute_bf16> { typedef uint16_t type; };
@@ -112,8 +112,8 @@ GOMPUTE_FN void gompute_scatter(S* p, int64_t step, const S* b, int64_t n) {
 }
 
 // Halves in memory, widened and narrowed by the F16C instructions, 8 per instruction, a chunk at a
-// time around the kernel's rows (entries.py): the lane-by-lane conversions in integer operations
-// (host.h) took most of an f16 kernel's time. Both give the same bits for every input.
+// time around the kernel's rows (entries.py), rather than lane by lane in integer operations
+// (host.h), which dominate an f16 kernel's time. Both give the same bits for every input.
 #if defined(GOMPUTE_NEEDS_F16) && defined(__F16C__)
 #define GOMPUTE_F16C 1
 #define GOMPUTE_HALF_CHUNK 256
@@ -191,15 +191,11 @@ GOMPUTE_FN const S* gompute_source(S* b, const S* p, int64_t step, int64_t n) {
 //
 // The tile's height depends on where the input is likely to come from. An array of 16 MB or
 // more (far in the cache hierarchy, or in memory) goes in tiles of 256 KB of the widest input
-// type (256 rows of f32), so each column of f32 is read 16 lines at a time, a sequential
-// run a hardware prefetcher can follow (the VM has no counters to confirm it); the buffer, 264 KB
-// an input, stays in L2. At 3162 x 3162 f32 on the 2-core VM that took the transpose from
-// 1.83-1.91x the contiguous time (16-row tiles) to 1.35-1.57x (f64, 128 rows: 1.71 -> 1.30x; f16,
-// 512 rows: 2.57 -> 2.10x). A smaller one goes in tiles 16 rows high, a buffer of 16.5 KB f32 in
-// L1: those were 8-17% faster from 700 x 700 to 1500 x 1500 and even at 2000 x 2000 (16 MB)
-// (benchmarks/results/2026-12-03-vm-transpose-runs.md). Taller tiles (a 1 MB buffer) and shorter
-// rows (128 columns: output runs of 512 bytes) were slower. The buffers come from the heap, kept
-// for the thread's next call (gompute_tile_memory).
+// type (256 rows of f32), so each column of f32 is read 16 lines at a time, a sequential run a
+// hardware prefetcher can follow, while the buffer, 264 KB an input, stays in L2. A smaller one
+// goes in tiles 16 rows high, a buffer of 16.5 KB of f32 that stays in L1. The buffers come from
+// the heap, kept for the thread's next call (gompute_tile_memory). benchmarks/results/ holds the
+// transpose timings that chose these sizes.
 // A far tile also prefetches the next tile's input into L2 as its rows run, and streams its rows
 // out where the CPU can (gompute_stream, below).
 #define GOMPUTE_TILE_ROWS 16
@@ -225,10 +221,8 @@ GOMPUTE_FN bool gompute_tile_far(int64_t elements) {
 }
 
 // The columns of a tile of inputs of types S: GOMPUTE_TILE_COLS, or as many as a 1 KB row of the
-// widest input where that is more (inputs of 1 and 2 bytes). Rows of 256 bytes of int8 ran the
-// rows function four times as often as f32's for the same bytes: an int8 transpose of 8192^2
-// took 10.2 ms with them, 7.5 ms in rows of 1024 (same-process A/B on the Zen 4 VM); f16 3162^2
-// 3.5 -> 3.0 ms in rows of 512.
+// widest input where that is more (inputs of 1 and 2 bytes), so that narrow types call the rows
+// function no more often per byte than f32 does.
 template <typename... S>
 GOMPUTE_FN int64_t gompute_tile_cols() {
   const int64_t widest = (int64_t)gompute_widest<S...>();
@@ -281,9 +275,9 @@ GOMPUTE_FN size_t gompute_tile_bytes(bool needed, int64_t rows, int64_t pitch) {
 
 // The tile buffers of the calling thread, kept from call to call: one allocation per thread (and
 // module), grown when a call needs more and freed when the thread ends. Not on the stack: a
-// thread's stack may be as small as Python's threading.stack_size minimum, 32 KiB, and a 64 KB
-// buffer there crashed such a thread. Not from the heap every call: that added 0.15-0.3 us, 5-10%
-// of a 40 x 40 to 100 x 100 transpose. Null only where the memory could not be had.
+// thread's stack may be as small as Python's threading.stack_size minimum, 32 KiB, smaller than
+// a tile buffer. Not from the heap every call: an allocation per call is a noticeable share of a
+// small transpose. Null only where the memory could not be had.
 struct gompute_tile_cache {
   unsigned char* data = nullptr;
   size_t size = 0;
@@ -352,9 +346,8 @@ GOMPUTE_FN void gompute_transpose_8x8(E* o, const E* q, int64_t step, int64_t pi
 
 // The same for a 16 x 16 block of 2-byte (V: gompute_v16h) or 1-byte (gompute_v16b) elements:
 // four perfect shuffles of the rows (row m with row m + 8, their low halves interleaved, then
-// their high halves) transpose it. For halves, twice the elements per instruction of an 8 x 8
-// block of 16-byte rows: the f16 transposes at 1e7 took 0.73-0.92x the time. Bytes had no
-// register blocks, and an int8 transpose of 8192^2 took 17.8x the contiguous time.
+// their high halves) transpose it: for halves, twice the elements per instruction of an 8 x 8
+// block of 16-byte rows; for bytes, a transpose in registers rather than element by element.
 template <typename V, typename E>
 GOMPUTE_FN void gompute_transpose_16x16(E* o, const E* q, int64_t step, int64_t pitch) {
   V r[16], t[16];
@@ -455,7 +448,7 @@ GOMPUTE_FN void gompute_gather_tile_rows(S* b, const S* p, int64_t step, int64_t
 }
 
 // The same, compiled apart for tiles of GOMPUTE_TILE_ROWS: with the height known, the blocks and
-// prefetches of a column unroll (a 100 x 100 transpose took 13-22% longer without).
+// prefetches of a column unroll, which matters most to small transposes.
 template <typename S>
 GOMPUTE_ROWS void gompute_gather_tile(S* b, const S* p, int64_t step, int64_t t, int64_t m, int64_t ahead,
                                       int64_t pitch) {
@@ -465,13 +458,10 @@ GOMPUTE_ROWS void gompute_gather_tile(S* b, const S* p, int64_t step, int64_t t,
 
 // Streaming (non-temporal) stores, for a transpose's output far in memory: its rows go out 1 KB to
 // each of 256 rows a tile, and ordinary stores read every line before they write it, reads that
-// then compete with the input's. Stores that go straight to memory do not: they took 3162 x 3162
-// f32 from 2.3x to 1.7x the contiguous time on the Zen 4 VM, 10000 x 1000 from 2.1x to 1.3x (in
-// same-process A/B runs with the next tile prefetched in both;
-// benchmarks/results/2026-12-04-vm-zen4-transpose.md).
-// Whole lines only, so AVX-512's 64-byte stores: two 32-byte halves of a line were slower than
-// ordinary stores there (5.1 against 4.2 ms). They are weakly ordered: a call that made them ends
-// with gompute_stream_fence, before the pool or the stream says the launch is done.
+// then compete with the input's. Stores that go straight to memory do not.
+// Whole lines only, so AVX-512's 64-byte stores: a line written in two 32-byte halves is no
+// longer a whole-line store, and loses to ordinary stores. They are weakly ordered: a call that
+// made them ends with gompute_stream_fence, before the pool or the stream says the launch is done.
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__has_builtin)
 #if __has_builtin(__builtin_nontemporal_store) || __has_builtin(__builtin_ia32_movntdq512)
 #define GOMPUTE_STREAM 1
@@ -509,9 +499,8 @@ GOMPUTE_FN void gompute_stream_fence() { __builtin_ia32_sfence(); }
 
 // Whether the tile path streams the output rows of a far layout: where the CPU has the stores, for
 // rows of GOMPUTE_STREAM_MIN bytes or more (a row of a few elements has no whole lines to stream,
-// and its copies made 1,400,003 x 3 f32 2.4x slower). Tiles narrower than GOMPUTE_PREFETCH_MIN
-// bytes neither stream nor prefetch the next tile: rows of 3 or 7 elements took 10-36% longer
-// for the bookkeeping, where 20 or 40 took 20% less with the prefetch.
+// only the copies around them). Tiles narrower than GOMPUTE_PREFETCH_MIN bytes neither stream nor
+// prefetch the next tile: for rows of a few elements the bookkeeping costs more than it saves.
 #define GOMPUTE_STREAM_MIN 256
 #define GOMPUTE_PREFETCH_MIN 64
 #if defined(GOMPUTE_STREAM)
