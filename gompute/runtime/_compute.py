@@ -1,8 +1,9 @@
 """Compute: a handle on one device of one backend, the seed's runtime facade.
 
 `g.runtime.dynamic.Compute` picks the backend (probe CUDA, then HIP, else the polite
-`cpu` arm); `g.runtime.cuda`, `.hip` and `.host` each have a Compute bound to their
-backend. All of them share this class, so the method names are the same everywhere.
+`cpu` arm, `dynamic.CpuArm`); `g.runtime.cuda`, `.hip` and `.host` each have a Compute
+bound to their backend. All of them share this class, so the method names are the same
+everywhere.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class DeviceInfo:
 
 
 def device_info(backend: Backend, ordinal: int = 0) -> DeviceInfo:
+    if not backend.has_device:
+        raise BackendUnavailable(f"{backend} is the arm with no device; ask for cuda, hip or host")
     info = _core.device_info(backend.kind, ordinal)
     return DeviceInfo(backend=backend, ordinal=ordinal, **info)
 
@@ -42,10 +45,9 @@ class Compute:
     releases only this handle. `g.runtime.shutdown()` is the real teardown.
     """
 
-    def __init__(self, backend: Backend, device: _core.Device | None, unavailable: dict[str, str] | None = None):
+    def __init__(self, backend: Backend, device: _core.Device | None):
         self._backend = backend
-        self._device = device
-        self._unavailable = unavailable or {}  # the cpu arm: why each GPU backend was not usable
+        self._device = device  # None only for the cpu arm, whose _live raises
         self._closed = False
 
     @classmethod
@@ -70,16 +72,12 @@ class Compute:
         return device_info(self._backend, self._live().ordinal)
 
     def __repr__(self) -> str:
-        if self._device is None:
-            return "<Compute cpu (no GPU backend)>"
         return f"<Compute {self._device.describe()}{' deinit' if self._closed else ''}>"
 
     # -- the seed's calls -----------------------------------------------------------
 
     def alloc(self, nbytes: int) -> _core.Buffer:
         """`nbytes` of device memory (bytes, not elements)."""
-        if self._device is None:
-            raise AllocFailed(self._cpu_arm_message("alloc"))
         return self._live().alloc(_nbytes(nbytes))
 
     def empty(self, shape, dtype) -> _core.Buffer:
@@ -136,20 +134,12 @@ class Compute:
     # -- internals ----------------------------------------------------------------------
 
     def _live(self, call: str = "this call") -> _core.Device:
-        if self._device is None:
-            raise BackendUnavailable(self._cpu_arm_message(call))
+        """The device, for a call that needs one; `call` names it in the cpu arm's refusal."""
         if self._closed:
             raise InvalidHandle(
                 f"this Compute ({self._device.describe()}) was deinit()ed; make a new one with Compute.init"
             )
         return self._device
-
-    def _cpu_arm_message(self, call: str) -> str:
-        reasons = "; ".join(f"{name}: {why}" for name, why in self._unavailable.items()) or "none was probed"
-        return (
-            f"{call} needs a device, but this Compute is the cpu arm: no GPU backend was usable ({reasons}). "
-            "To run on the CPU, use g.runtime.host.Compute.init() or Compute.init(g.Backend.host)."
-        )
 
 
 def _nbytes(nbytes) -> int:
@@ -187,6 +177,7 @@ def shutdown(backend: Backend | None = None) -> None:
     """Unloads every module and releases every context (of one backend, or all).
 
     Process teardown, not handle teardown: afterwards every old handle raises
-    InvalidHandle, and a new Compute.init works again.
+    InvalidHandle, and a new Compute.init works again. The cpu arm holds nothing to release.
     """
-    _core.shutdown(None if backend is None else backend.kind)
+    if backend is None or backend.has_device:
+        _core.shutdown(None if backend is None else backend.kind)

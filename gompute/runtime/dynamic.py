@@ -1,7 +1,8 @@
 """The dynamic facade: probe CUDA, then HIP, and fall back to the polite `cpu` arm.
 
 `GOMPUTE_BACKEND=cuda|hip|host|cpu` overrides the probe. `Backend.host` is never
-picked by probing (it is not a GPU); ask for it by name.
+picked by probing (it is not a GPU); ask for it by name. The `cpu` arm is a `CpuArm`:
+a Compute with no device, whose calls say why no GPU backend was usable.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import os
 
 from ..backend import Backend
-from ..errors import ArgumentError, GomputeError
+from ..errors import AllocFailed, ArgumentError, BackendUnavailable, GomputeError
 from . import _compute
 
 _PROBE_ORDER = (Backend.cuda, Backend.hip)
@@ -29,7 +30,7 @@ class Compute(_compute.Compute):
         if preferred is None:
             return cls._probe(ordinal)
         if preferred is Backend.cpu:
-            return cls(Backend.cpu, None, _reasons(ordinal))
+            return CpuArm(_reasons(ordinal))
         return cls._open(preferred, ordinal)
 
     @classmethod
@@ -40,7 +41,42 @@ class Compute(_compute.Compute):
                 return cls._open(backend, ordinal)
             except GomputeError as e:
                 reasons[backend.value] = str(e)
-        return cls(Backend.cpu, None, reasons)
+        return CpuArm(reasons)
+
+
+class CpuArm(Compute):
+    """The seed's polite arm (`backend` is `Backend.cpu`): a Compute with no device.
+
+    Holding one is harmless; every call that needs a device raises (`alloc` AllocFailed, the
+    others BackendUnavailable), naming why each GPU backend was unusable and how to run on the
+    CPU instead.
+    """
+
+    def __init__(self, unavailable: dict[str, str]):
+        super().__init__(Backend.cpu, None)
+        self._unavailable = unavailable  # GPU backend name -> why it was not usable
+
+    def __repr__(self) -> str:
+        return "<Compute cpu (no GPU backend)>"
+
+    def alloc(self, nbytes: int):
+        raise AllocFailed(self._refusal("alloc"))
+
+    def _live(self, call: str = "this call"):
+        raise BackendUnavailable(self._refusal(call))
+
+    def _refusal(self, call: str) -> str:
+        reasons = "; ".join(f"{name}: {why}" for name, why in self._unavailable.items()) or "none was probed"
+        return (
+            f"{call} needs a device, but this Compute is the cpu arm: no GPU backend was usable ({reasons}). "
+            "To run on the CPU, use g.runtime.host.Compute.init() or Compute.init(g.Backend.host)."
+        )
+
+
+def shutdown() -> None:
+    """Unloads every module and releases every context of every backend: the seed's `rt.shutdown()`
+    on `rt = g.runtime.dynamic`. Old handles raise InvalidHandle afterwards; a new init works."""
+    _compute.shutdown()
 
 
 def _reasons(ordinal: int) -> dict[str, str]:

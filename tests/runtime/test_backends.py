@@ -214,6 +214,19 @@ def test_cpu_arm_is_harmless_to_hold(cpu_arm):
         assert c.backend is g.Backend.cpu
 
 
+def test_the_cpu_arm_is_the_backend_with_no_device(cpu_arm):
+    """Backend.cpu is a backend the C++ core does not know: no kind, no device, nothing to shut down."""
+    assert isinstance(cpu_arm, g.runtime.dynamic.Compute) and str(cpu_arm.backend) == "cpu"
+    assert g.Backend.cpu.kind is None and not g.Backend.cpu.has_device
+    assert all(b.has_device and isinstance(b.kind, int) for b in g.Backend if b is not g.Backend.cpu)
+    with pytest.raises(g.BackendUnavailable, match="cpu is the arm with no device"):
+        g.runtime.device_info(g.Backend.cpu)
+    with g.runtime.host.Compute.init() as host:
+        buf = host.alloc(8)
+        g.runtime.shutdown(g.Backend.cpu)  # releases nothing: the host buffer stays usable
+        buf.upload(b"12345678")
+
+
 def test_a_raw_kernel_on_the_cpu_arm_says_to_name_the_host(monkeypatch):
     """It said "kernels compile for host, cuda or hip, not <Backend.cpu: 'cpu'>", about an
     argument the caller never passed."""
