@@ -52,7 +52,9 @@ def _run(host_module_path, body: str) -> subprocess.CompletedProcess:
     return result
 
 
-@pytest.mark.parametrize("shutdown", ["g.runtime.shutdown()", "g.runtime.host.shutdown()"])
+@pytest.mark.parametrize(
+    "shutdown", ["g.runtime.shutdown()", "g.runtime.dynamic.shutdown()", "g.runtime.host.shutdown()"]
+)
 def test_old_handles_raise_after_shutdown_and_a_new_init_works(host_module_path, shutdown):
     body = f"""
     c = g.runtime.host.Compute.init()
