@@ -45,7 +45,7 @@ def test_each_error_class_is_a_cpp_kind_or_python_only():
     assert set(_error_classes()) == kinds | python_only
 
 
-def test_a_cpp_error_arrives_as_its_class_with_its_code():
+def test_a_cpp_error_arrives_as_the_class_its_kind_names():
     with g.runtime.host.Compute.init() as c:
         buffer = c.alloc(16)
         buffer.free()
