@@ -231,7 +231,8 @@ class HipDriver final : public GpuDriver {
       return "HIP runtime version " + version_text(version_) + " is too old; gompute needs ROCm " +
              version_text(kMinDriverVersion) + " or newer";
     int n = 0;
-    if (api_.hipGetDeviceCount(&n) != hipSuccess || n == 0) return "no HIP device (ROCm " + version_text(version_) + ")";
+    if (api_.hipGetDeviceCount(&n) != hipSuccess || n == 0)
+      return "no HIP device (ROCm " + version_text(version_) + ")";
     return "";
   }
 
