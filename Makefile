@@ -1,13 +1,15 @@
 # The two commands a new user needs, each doing its own set-up:
-#   make demo   probe the backends and run a kernel by hand
-#   make test   the test suite
+#   make demo   gompute and NumPy only, then `gompute demo`
+#   make test   the test tools, PyTorch and JAX too, then the test suite
 #   make bench  the benchmarks (tables and plots under benchmarks/results/)
-# Both build a virtual environment in .venv (PYTHON picks the interpreter).
+# All share one virtual environment in .venv (PYTHON picks the interpreter): `make demo` installs
+# what gompute needs to run, `make test` adds what the tests need.
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.gompute-installed
+TEST_STAMP := $(VENV)/.gompute-test
 SOURCES := Makefile pyproject.toml CMakeLists.txt $(wildcard csrc/*) $(wildcard gompute/include/gompute/*)
 
 .PHONY: demo test info bench gpu-wheels clean
@@ -16,15 +18,21 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
+# gompute itself, editable, with its run-time requirements: all that `make demo` needs. Build
+# dependencies go in first so the editable build can run without isolation (and so rebuilds after a
+# C++ change are incremental, in build/).
+$(STAMP): $(PY) $(SOURCES)
+	$(PY) -m pip install --quiet "scikit-build-core>=0.10" "pybind11>=2.12"
+	$(PY) -m pip install --quiet --no-build-isolation -e .
+	touch $@
+
 # Frameworks the interop tests exercise when present (they skip without them). On this
 # project's machines torch 2.13.0 is a CPU build on local disk, and JAX's CPU wheels take
 # seconds; `make test TEST_FRAMEWORKS=` skips them elsewhere.
 TEST_FRAMEWORKS ?= torch==2.13.0 jax==0.10.2
 
-# Build dependencies go in first so the editable build can run without isolation (and
-# so rebuilds after a C++ change are incremental, in build/).
-$(STAMP): $(PY) $(SOURCES)
-	$(PY) -m pip install --quiet "scikit-build-core>=0.10" "pybind11>=2.12"
+# The test extra on top: pip reinstalls the editable gompute, an incremental build with nothing to do.
+$(TEST_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet --no-build-isolation -e ".[test]" $(TEST_FRAMEWORKS)
 	touch $@
 
@@ -41,12 +49,12 @@ $(FAKE_CUDA): tests/fakes/fake_libcuda.cpp gompute/include/gompute/host_abi.h
 	mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O1 -shared -fPIC -fvisibility=hidden -Igompute/include $< -o $@ -ldl
 
-test: $(STAMP) $(FAKE_CUDA)
+test: $(TEST_STAMP) $(FAKE_CUDA)
 	$(PY) -m pytest -q
 	GOMPUTE_LIBCUDA=$(abspath $(FAKE_CUDA)) FAKE_CUDA_DEVICES=2 $(PY) -m pytest -q tests/runtime tests/interop tests/map/test_gpu_paths.py tests/map/test_gpu_tuning.py tests/map/test_gpu_check.py tests/map/test_gpu_devices.py
 
 BENCH_STAMP := $(VENV)/.gompute-bench
-$(BENCH_STAMP): $(STAMP)
+$(BENCH_STAMP): $(TEST_STAMP)
 	$(PY) -m pip install --quiet numexpr matplotlib
 	touch $@
 

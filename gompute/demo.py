@@ -1,19 +1,23 @@
-"""`make demo`: probe the backends, then run the seed's "A launch, by hand" on the best one.
+"""`gompute demo` (and `make demo`): the main job, then the runtime under it.
 
-The kernel is `scale_relu` written by hand for each backend: PTX for CUDA, C++ against
-the host ABI for the host backend. On a machine without a GPU the demo runs on the host
-backend and says so.
+1. `g.map` on a NumPy array: a new result, then in place (out=), each timed beside NumPy's own
+   expression for the same math.
+2. Where PyTorch is installed, a round trip NumPy -> torch -> gompute -> NumPy that copies nothing.
+3. The runtime by hand: `scale_relu` written by hand for the backend (PTX for CUDA, C++ against
+   the host ABI for the host backend), loaded, launched and checked. Without a GPU this part
+   runs on the host backend and says so.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 import gompute as g
 
-from .__main__ import info
+from .info import backends
 
 # scale_relu(data, len, params): data[i] = max(data[i] * params.scale, 0), one thread per element.
 SCALE_RELU_PTX = r"""
@@ -81,6 +85,13 @@ class Params(g.Params):
     scale: g.f32
 
 
+@g.map_kernel(block_size=256)
+def scale_relu(x: g.f32, p: Params) -> g.f32:
+    """The map kernel of parts 1 and 2: the same math as the hand-written modules."""
+    y = x * p.scale
+    return y if y > 0 else g.f32(0)
+
+
 def scale_relu_image(compute) -> bytes:
     """The hand-written scale_relu module for `compute`'s backend."""
     if compute.backend is g.Backend.cuda:
@@ -109,28 +120,109 @@ def launch_by_hand(compute, n: int = 1 << 20, scale: float = 2.0) -> tuple[np.nd
     return host_data, seconds
 
 
-def main() -> int:
-    print("gompute demo\n\nBackends on this machine:")
-    info()
+def best_of(call: Callable[[], object], repeats: int = 20) -> float:
+    """The fastest of `repeats` timed calls, in seconds: the least disturbed by other work."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f} ms"
+
+
+def map_on_numpy(n: int, scale: float) -> bool:
+    """Part 1; whether every result matched NumPy's."""
+    x = np.linspace(-1.0, 1.0, n, dtype=np.float32)
+    s = np.float32(scale)
+    k = g.map(scale_relu)
+    start = time.perf_counter()
+    y = k(x, scale=scale)
+    first = time.perf_counter() - start
+    matches = isinstance(y, np.ndarray) and np.array_equal(y, np.maximum(x * s, 0))
+    print(f"\n1. g.map on a NumPy array of {n:,} float32, on the host backend")
+    print(f"   y = g.map(scale_relu)(x, scale={scale})  first call {first:.2f} s")
+    print("   (the first call compiles the kernel, or loads it from the disk cache a former one filled)")
+    print(f"   y is a NumPy array equal to np.maximum(x * {scale}, 0): {matches}")
+    ours, numpys = best_of(lambda: k(x, scale=scale)), best_of(lambda: np.maximum(x * s, 0))
+    print(f"   a new result, best of 20:  g.map {_ms(ours)}   NumPy np.maximum(x * {scale}, 0) {_ms(numpys)}")
+
+    z = x.copy()
+    returned = k(z, out=z, scale=scale)
+    in_place = returned is z and np.array_equal(z, y)
+    print(f"   g.map(scale_relu)(z, out=z, scale={scale}) wrote into z itself and returned it: {in_place}")
+
+    def numpy_in_place():
+        np.multiply(z, s, out=z)
+        np.maximum(z, 0, out=z)
+
+    ours, numpys = best_of(lambda: k(z, out=z, scale=1.0)), best_of(numpy_in_place)
+    print(f"   in place, best of 20:      g.map {_ms(ours)}   NumPy multiply + maximum with out=z {_ms(numpys)}")
+    return matches and in_place
+
+
+def map_through_torch(n: int, scale: float) -> bool:
+    """Part 2, where PyTorch is installed; whether nothing was copied and the values are right."""
+    try:
+        import torch
+    except ImportError:
+        print("\n2. PyTorch is not installed: the zero-copy round trip through a torch tensor is left out")
+        return True
+    x = np.linspace(-1.0, 1.0, n, dtype=np.float32)
+    expected = np.maximum(x * np.float32(scale), 0)
+    t = torch.from_numpy(x)
+    g.map(scale_relu)(t, out=t, scale=scale)
+    back = t.numpy()
+    same = x.ctypes.data == t.data_ptr() == back.ctypes.data
+    right = np.array_equal(x, expected)
+    r = g.map(scale_relu)(t, scale=scale)
+    print(f"\n2. A round trip through a torch tensor (PyTorch {torch.__version__}), copying nothing")
+    print(f"   t = torch.from_numpy(x); g.map(scale_relu)(t, out=t, scale={scale}); back = t.numpy()")
+    print(f"   x, t and back are one block of memory at {x.ctypes.data:#x}: {same}; x holds the result: {right}")
+    print(f"   g.map(scale_relu)(t, scale={scale}) returns a {type(r).__module__}.{type(r).__name__} ({r.dtype})")
+    return same and right and isinstance(r, torch.Tensor)
+
+
+def by_hand_compute():
+    """The Compute part 3 runs on, and why it is that one."""
     gpu = g.runtime.dynamic.Compute.init()
-    if gpu.backend is g.Backend.cpu:
-        print("\nNo GPU backend is usable here, so the demo runs on the host backend (the CPU).")
-        compute = g.runtime.host.Compute.init()
-    elif gpu.backend is g.Backend.hip:
-        print("\nHIP is usable, but the demo's hand-written kernels are PTX and host C++; running on the host backend.")
-        compute = g.runtime.host.Compute.init()
+    if gpu.backend is g.Backend.cuda:
+        return gpu, ""
+    gpu.deinit()
+    if gpu.backend is g.Backend.hip:
+        note = "HIP is usable, but the hand-written kernels are PTX and host C++: this part runs on the host backend."
     else:
-        compute = gpu
-    n, scale = 1 << 20, 2.0
+        note = "No GPU backend is usable here, so this part runs on the host backend (the CPU)."
+    return g.runtime.host.Compute.init(), note
+
+
+def by_hand(compute, note: str, n: int, scale: float) -> bool:
+    """Part 3; whether the result matched NumPy's."""
+    print("\n3. The runtime by hand: load a module, allocate, upload, launch, download")
+    if note:
+        print(f"   {note}")
     with compute:
         d = compute.device_info()
         result, seconds = launch_by_hand(compute, n, scale)
         expected = np.maximum(np.linspace(-1.0, 1.0, n, dtype=np.float32) * np.float32(scale), 0)
         error = float(np.max(np.abs(result - expected)))
-        print(f"\nRan scale_relu on {compute.backend}:{compute.ordinal} ({d.name}):")
-        print(
-            f"  allocated {n * 4 // 1024} KiB, uploaded {n} f32, launched grid {g.Dim3.linear(n, 256).x} x block 256,"
-        )
-        print(f"  downloaded; kernel + synchronize took {seconds * 1e3:.2f} ms; max error vs NumPy: {error}")
-        print(f"  runtime counters: {g.runtime.stats()}")
-    return 0 if error == 0 else 1
+        print(f"   ran scale_relu on {compute.backend}:{compute.ordinal} ({d.name}):")
+        grid = g.Dim3.linear(n, 256).x
+        print(f"   allocated {n * 4 // 1024} KiB, uploaded {n} f32, launched grid {grid} x block 256,")
+        print(f"   downloaded; kernel + synchronize took {_ms(seconds)}; max error vs NumPy: {error}")
+        print(f"   runtime counters: {g.runtime.stats()}")
+    return error == 0
+
+
+def main() -> int:
+    """Runs the three parts; 0 when every result matched NumPy's."""
+    print(f"gompute {g.__version__} demo\n\nBackends on this machine:")
+    backends()
+    compute, note = by_hand_compute()  # first: a backend asked for by GOMPUTE_BACKEND and missing ends the demo here
+    ok = map_on_numpy(1 << 22, 2.0)
+    ok = map_through_torch(1 << 22, 2.0) and ok
+    ok = by_hand(compute, note, 1 << 20, 2.0) and ok
+    return 0 if ok else 1
