@@ -31,7 +31,7 @@ class Kernel:
     def __init__(self, kernel: MapKernel, backend: Backend, ordinal: int = 0):
         if not isinstance(kernel, MapKernel):
             raise ArgumentError(f"g.Kernel needs a @g.map_kernel function, got {kernel!r}")
-        backend = _check_backend(backend)  # a Backend or its name ("host"); None was an AttributeError
+        backend = _check_backend(backend)  # a Backend or its name ("host")
         if backend is Backend.cpu:
             raise ArgumentError(
                 "g.Kernel runs on a device, and Backend.cpu is the arm with none; use Backend.host for the CPU"
