@@ -101,9 +101,9 @@ def _version(command: tuple[str, ...]) -> str | None:
 
 def _target_cpu(command: tuple[str, ...]) -> str:
     """The CPU `-march=native` means to this compiler: its name and a digest of every target option
-    it turns on (GCC, then Clang's way of saying it). The name alone is not enough: GCC 12 calls a
-    Zen 4 znver3, AVX-512 and all, and a real Zen 3 without AVX-512 znver3 too, so a cache shared
-    between the two would hand the Zen 3 code it cannot run."""
+    it turns on (GCC, then Clang's way of saying it). The name alone is not enough: a compiler can
+    give one name to CPUs with different instruction sets (GCC 12 names a CPU with AVX-512 and one
+    without it both znver3), and a cache shared between them would hand one code it cannot run."""
     native = [] if _has_march(command) else ["-march=native"]
     gcc = _probe([*command, *native, "-Q", "--help=target"])
     march = re.search(r"^\s*-march=\s*(\S+)", gcc, re.M)

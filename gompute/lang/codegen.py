@@ -275,21 +275,16 @@ class FunctionEmitter(ExprEmitter):
             self.block(s.body, depth + 2)
             self.lines.append(f"{pad}  }}")
         else:
-            # A trip count known only at run time (range(p.n)): a loop that runs at least once,
-            # its body guarded. GCC vectorizes across such a loop (the elements in lanes, the loop
-            # run once per vector); a `for` has a zero-trip test around it that stops it. It
-            # counts its trips unsigned, so that no range overflows a counter (the empty
-            # range(2**31 - 1, 0) stepped past 2**31 - 1 and ran), in the range's own width or,
-            # where the body carries a 64-bit value, in 64 bits: GCC turns the guard into selects
-            # of the values the body carries, and vectorizes them only where the guard's compare
-            # is as wide as the values (a u32 counter kept a loop over f64 one element at a
-            # time, 2.7 ns a step; a u64 one over f32 did the same to it, and so did a weak-int
-            # `k += 1` counted as a 64-bit value, 0.54 ns, until counters were left out: GCC
-            # computes them from the trip count, 0.06 ns). Never narrower than 32 bits: C++
-            # promotes a u8 or u16 difference to a signed int, and range(-1, 1, 2) over i8 ran
-            # 129 times. The trip count is
-            # computed without a branch: GCC left `lo < hi ? n : 0` as control flow inside the
-            # rows loop, which it does not vectorize (range(p.start, p.stop) ran scalar).
+            # A trip count known only at run time (range(p.n)): a do-while that runs at least
+            # once, its body guarded, since GCC vectorizes across such a loop (the elements in
+            # lanes) but not across a `for`'s zero-trip test. The trip count is:
+            # - unsigned, so that no range, however near its type's ends, overflows the counter;
+            # - at least 32 bits, as C++ promotes a narrower difference to a signed int;
+            # - 64 bits where the range or a value the body carries is 64-bit, as GCC turns the
+            #   guard into selects of the carried values and vectorizes them only where the
+            #   guard's compare is as wide as they are (_assigned_bytes);
+            # - computed without a branch, as a conditional count stays control flow inside the
+            #   rows loop, which GCC does not vectorize.
             c = s.step.value
             carried = self._assigned_bytes(s.body)
             u = "uint64_t" if t.endswith("64_t") or carried == 8 else "uint32_t"
@@ -304,10 +299,10 @@ class FunctionEmitter(ExprEmitter):
             guard, narrow_guard = f"{k} < {count}", u == "uint64_t" and carried < 8
             if narrow_guard:
                 # A 64-bit range over a body of 32-bit values: a 64-bit count (a range may run
-                # past 2**32 trips), guarded in 32 bits. The guard's own counter stops at
-                # 2**32 - 2 and its bound at 2**32 - 1, so `g < bound` is `k < count` for every
-                # trip the loop makes (it runs once when count is 0). An i64 range(p.n) over f32
-                # went from 0.49 to 0.14 ns a step (i32: 0.07).
+                # past 2**32 trips), guarded in 32 bits so the guard's compare is as wide as the
+                # values. The guard's own counter stops at 2**32 - 2 and its bound at 2**32 - 1,
+                # so `g < bound` is `k < count` for every trip the loop makes (it runs once when
+                # count is 0).
                 g, bound = f"{it}_g", f"{it}_bound"
                 clamped = f"{count} < 0xFFFFFFFFu ? (uint32_t){count} : 0xFFFFFFFFu"
                 self.lines.append(f"{pad}  const uint32_t {bound} = {clamped};")
@@ -317,7 +312,7 @@ class FunctionEmitter(ExprEmitter):
             self.lines.append(f"{pad}    if ({guard}) {{")
             # The body reads this counter only to assign the loop's own variable (a weak int, 64
             # bits), and each value lies in the range, so a 64-bit counter's sum needs no
-            # narrowing to `t` (a narrowing between the two kept f64 scalar).
+            # narrowing to `t`; a narrowing between the two would stop GCC vectorizing the body.
             v = t if u != "uint64_t" else "uint64_t" if t.startswith("u") else "int64_t"
             self.lines.append(f"{pad}      const {v} {it} = ({v})(({u}){start} + {k} * ({u}){step});")
             self.block(s.body, depth + 3)

@@ -107,10 +107,9 @@ def _rows_template(unit, structs, call_name: str) -> list[str]:
     """`NAME_rows(in0, ..., out, n[, params])`: the kernel over n contiguous elements, for any
     storage types (each entry instantiates it with its own). Every caller passes an output that is
     one of the inputs, element for element, or overlaps none of them (g.map refuses other
-    overlaps), so the loop is marked GOMPUTE_INDEPENDENT (host.h): a kernel with a loop that is
-    not unrolled (16 Newton steps in f16) stayed scalar without it. Where some of the storage types
-    are halves and the CPU converts them (GOMPUTE_F16C, host_strided.h), the loop runs on chunks
-    widened to floats."""
+    overlaps), so the loop is marked GOMPUTE_INDEPENDENT (host.h): without it GCC leaves a kernel
+    whose own loop it does not unroll scalar. Where some of the storage types are halves and the
+    CPU converts them (GOMPUTE_F16C, host_strided.h), the loop runs on chunks widened to floats."""
     n_in = len(unit.in_types)
     names = [f"gompute_S{k}" for k in range(n_in)] + ["gompute_SO"]  # no user name begins so
     template = f"template <{', '.join(f'typename {t}' for t in names)}>"
@@ -128,8 +127,7 @@ def _rows_template(unit, structs, call_name: str) -> list[str]:
     ]
     # The output is narrowed by the F16C instruction too, unless the kernel has a loop: GCC runs
     # 32 elements of a chain of dependent operations at a time where halves are stored in the loop,
-    # 16 where floats are, and that beat the cheaper conversion (16 f16 Newton steps at 1e7:
-    # 100-102 ms against 142-160 ms; scale_relu without a loop: 3.5-3.6 ms against 6.6-6.7 ms).
+    # 16 where floats are, which outweighs the cheaper conversion.
     narrow = not unit.function.has_loop
     wide = [f"w{k}" for k in range(n_in)] + (["wo"] if narrow else [])
     widened = [*(f"gompute_widen(w{k}, in{k} + j, m)" for k in range(n_in))]

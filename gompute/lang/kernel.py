@@ -65,8 +65,9 @@ def backend_name(backend) -> str:
 
 
 # One thread translates @g.func specializations at a time (re-entered by the calls a function
-# makes), so that `_busy` means recursion: per thread, two threads specializing the same function
-# took each other for it; one lock per function could deadlock on mutually recursive ones.
+# makes), so that `_busy` means recursion: two threads specializing the same function at once
+# would each take the other's mark for it. One lock per function could deadlock on mutually
+# recursive ones.
 _TRANSLATING = threading.RLock()
 
 
@@ -79,8 +80,8 @@ class Func:
         functools.update_wrapper(self, fn)
         self.fn = fn
         # Read now, as the function was defined: read at the first kernel that calls it, a file
-        # edited since the import gave another function's text. Kept as the error where there
-        # is no source (the plain function still runs from Python).
+        # edited since the import would give another function's text. Kept as the error where
+        # there is no source (the plain function still runs from Python).
         try:
             self._src: Source | CompileError = Source.of(fn)
         except CompileError as e:

@@ -84,7 +84,7 @@ def _fake_compiler(tmp_path, name: str, output: str):
 
 
 def test_two_cpus_gcc_names_alike_are_two_targets(tmp_path):
-    """GCC 12 calls a Zen 4 (AVX-512) and a Zen 3 (none) both znver3: the target key is the name
+    """GCC 12 names a CPU with AVX-512 and one without it both znver3: the target key is the name
     and every -m option it turns on, so a cache shared by the two keeps their builds apart."""
     help_text = "The following options are target specific:\n  -march=  \t\tznver3\n  -mavx2  \t\t[enabled]\n"
     zen4 = host._target_cpu(_fake_compiler(tmp_path, "zen4", help_text + "  -mavx512f \t\t[enabled]\n"))

@@ -31,7 +31,7 @@ def _i8_against_300(x: g.i8) -> g.i32:
 
 
 def test_an_integer_compared_with_a_python_int_beyond_its_range_is_compared_by_value():
-    """NumPy 2 compares by value; through f64, u64 2**64 - 1 had rounded to 2**64 and equalled it."""
+    """NumPy 2 compares by value; compared through f64, u64 2**64 - 1 would round to 2**64 and equal it."""
     x = np.array([2**64 - 1, 2**64 - 1024, 5, 0], np.uint64)
     want = (x < 2**64) + 2 * (x == 2**64) + 4 * (2**64 > x) + 8 * (x != 2**64) + 16 * (x > -1) + 32 * (x >= 2**65)
     np.testing.assert_array_equal(g.map(_u64_against_two_to_the_64)(x), want.astype(np.int32))
@@ -166,7 +166,8 @@ def _bf16_constants(x: g.bf16) -> g.f32:
 
 
 def test_a_bf16_constant_is_rounded_once_and_may_be_past_f32s_range():
-    """Folded through f32, NEAR_A_TIE became 1.0; 1e39 raised OverflowError when the kernel was made."""
+    """Rounded once to bf16, not through f32 (which would make NEAR_A_TIE 1.0), and 1e39, past
+    f32's range, is bf16 infinity rather than an error when the kernel is made."""
     assert _f32(_bf16_bits(NEAR_A_TIE)) == 1.0078125 and _bf16_bits(1e39) == 0x7F80 and _bf16_bits(-1e39) == 0xFF80
     x = g.asbuffer(np.zeros(2, np.uint16)).view(g.bf16, (2,))
     out = np.asarray(g.map(_bf16_constants)(x))
@@ -192,7 +193,8 @@ class _Base(g.Params):
 
 
 def test_a_params_subclass_cannot_redefine_a_field():
-    """The struct had two fields of the name, and the compiler's failure read as a gompute bug."""
+    """Refused when the class is made: the struct would have two fields of the name, and the
+    compiler's failure would read as a gompute bug."""
     with pytest.raises(g.ArgumentError, match="scale: a field its Params base defines already"):
 
         class Child(_Base):
@@ -201,7 +203,7 @@ def test_a_params_subclass_cannot_redefine_a_field():
 
 class _CNames(g.Params):
     float: g.f32  # a C++ keyword: renamed in the generated struct
-    float_: g.f32  # and the name it used to be renamed to
+    float_: g.f32  # and the name a rename by suffix would give `float`
     gompute_x: g.i32
 
 
@@ -234,7 +236,7 @@ def test_an_integer_past_f64s_range_overflows_a_float_type_by_name(t):
 )
 def test_a_value_overflows_a_float_type_only_where_it_would_round_to_infinity(t, largest, half_step):
     """Past the largest finite value by less than half a step rounds down to it, as in NumPy
-    (np.float16(65519) is 65504); 65505..65519 were refused as overflowing."""
+    (np.float16(65519) is 65504), rather than overflowing."""
     below = largest + half_step * 0.99
     assert bytes(t(below)) == bytes(t(largest))
     assert bytes(t(-below)) == bytes(t(-largest))

@@ -228,8 +228,8 @@ def test_the_cpu_arm_is_the_backend_with_no_device(cpu_arm):
 
 
 def test_a_raw_kernel_on_the_cpu_arm_says_to_name_the_host(monkeypatch):
-    """It said "kernels compile for host, cuda or hip, not <Backend.cpu: 'cpu'>", about an
-    argument the caller never passed."""
+    """The refusal says how to run on the CPU, not that the backend (an argument the caller may
+    never have passed) is not one kernels compile for."""
     monkeypatch.setenv("GOMPUTE_BACKEND", "cpu")
     for make in (lambda: g.RawKernel("", "k"), lambda: g.raw_kernel_by_name(None, "k")):
         with pytest.raises(g.BackendUnavailable, match=r"backend=g\.Backend\.host builds it for the CPU"):

@@ -237,7 +237,7 @@ def test_a_kernel_that_throws_is_a_fault_and_the_stream_goes_on(wait):
 
 
 def test_a_grid_of_more_than_two_to_the_64_threads_is_refused(host, host_image):
-    """The block count wrapped to 0 and the launch ran nothing."""
+    """Refused, rather than the block count wrapping to 0 and the launch running nothing."""
     fill = host.load_module(host_image).get_kernel("fill_u32")
     with host.alloc(16) as buf:
         with pytest.raises(g.LaunchFailed, match="more than 2\\*\\*64 threads"):
