@@ -2,7 +2,11 @@
 
 The layers, bottom up: `g.runtime` (devices, buffers, streams, modules, launches over
 CUDA, HIP and the host CPU), `g.abi` and `g.interface` (kernel arguments), the scalar
-types (`g.f32`, ...), and the error hierarchy under `g.GomputeError`.
+types (`g.f32`, ...), and the error hierarchy under `g.GomputeError`; the kernel language
+(`g.lang`: `@g.map_kernel`, the builtins) and its compilers (`gompute.compile`); `g.map`,
+`g.Kernel` and the array interop that launch kernels on other libraries' arrays; and
+ahead-of-time images (`gompute.aot`: `g.emit_kernels`, and the lookup `g.raw_kernel_by_name`
+and compiled kernels use).
 """
 
 from . import abi, interface, runtime, types
