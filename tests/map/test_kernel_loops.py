@@ -96,7 +96,7 @@ def _spans(T):
     return spans
 
 
-SPANS = {"f32": _spans(g.f32), "f64": _spans(g.f64)}  # f64: counted in 64 bits (lang/emit.py)
+SPANS = {"f32": _spans(g.f32), "f64": _spans(g.f64)}  # f64: counted in 64 bits (lang/codegen.py)
 
 
 def _np_spans(x, start, stop):
@@ -303,7 +303,7 @@ def test_a_parameter_assigned_in_a_run_time_range_matches_python(kernel, referen
     ids=["counter", "f64", "read", "conditional", "float"],
 )
 def test_a_trip_counter_alone_leaves_the_guard_in_the_ranges_width(kernel, width):
-    """lang/emit.py counts a run-time range's trips in 64 bits where the body carries a 64-bit
+    """lang/codegen.py counts a run-time range's trips in 64 bits where the body carries a 64-bit
     value; `k += 1`, stepped once a trip and read only after the loop, is not such a value."""
     guards = [line for line in kernel.source("host").splitlines() if "_count = " in line]
     assert len(guards) == 1 and f"const uint{width}_t " in guards[0], guards
@@ -369,7 +369,7 @@ def test_a_wide_range_past_two_to_the_32_runs_every_trip():
 @pytest.mark.parametrize("factory", [_relax, _counted, _relax64])
 def test_gcc_vectorizes_across_a_run_time_range(factory, dtype):
     """The rows loop of a kernel whose own loop has a run-time trip count is vectorized, f32 and
-    f64 alike (lang/emit.py: the trip count computed without a branch, the guard's compare as
+    f64 alike (lang/codegen.py: the trip count computed without a branch, the guard's compare as
     wide as the values it selects, no narrowing of the loop variable, a trip counter left out of
     that width, a 64-bit range over f32 guarded in 32 bits; each kept the loop scalar). GCC reports
     it at the rows loop or at the kernel's loop, whichever it keeps."""
