@@ -35,11 +35,18 @@ bool is_instance(PyObject* obj, PyObject* module, const char* name, PyTypeObject
 
 }  // namespace
 
+// An array whose memory is at NULL with elements to read is declined whatever its protocol:
+// nothing is there, and the general path says which array and why.
+void ArrayView::open(PyObject* obj, bool writable) {
+  read(obj, writable);
+  if (ok_ && data_ == 0 && count() != 0) ok_ = false;
+}
+
 // The protocols in order of cost: a Buffer's own fields, the buffer protocol, a torch
 // tensor's NumPy view, CAI, DLPack. A NumPy masked array (its mask would be ignored) is left
 // to the general path, which refuses it, and so is a torch tensor NumPy cannot view (its
 // DLPack export would drop a negative bit).
-void ArrayView::open(PyObject* obj, bool writable) {
+void ArrayView::read(PyObject* obj, bool writable) {
   static PyObject* const numpy_ma = PyUnicode_InternFromString("numpy.ma");  // kept for the process
   static PyObject* const torch = PyUnicode_InternFromString("torch");
   static PyTypeObject *masked = nullptr, *tensor = nullptr;
@@ -258,7 +265,7 @@ void ArrayView::from_dlpack(PyObject* obj, bool writable) {
       !(writable && (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY))) {
     PyCapsule_SetName(capsule, "used_dltensor_versioned");  // ours now: the destructor calls its deleter
     managed_ = m;
-    set_data(static_cast<char*>(t.data) + t.byte_offset);
+    set_data(t.data ? static_cast<char*>(t.data) + t.byte_offset : nullptr);  // NULL stays NULL: declined
     itemsize_ = t.dtype.bits / 8;
     ok_ = set_layout(t.shape, t.strides, itemsize_, t.ndim);  // DLPack strides count elements
   }

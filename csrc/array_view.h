@@ -19,7 +19,8 @@ namespace gompute {
 // backend), a host array through the buffer protocol (or PyTorch's NumPy view, or a
 // versioned DLPack capsule), or a CUDA array through its __cuda_array_interface__
 // (version 3, with the stream its data is ordered on). Not ok() when it is none of
-// those, or (writable) read-only, or its strides are not whole elements.
+// those, or (writable) read-only, or its strides are not whole elements, or it has
+// elements at a NULL address.
 class ArrayView {
  public:
   static constexpr int kMaxDims = 16;  // more: the general path
@@ -82,6 +83,7 @@ class ArrayView {
   static char format_char(const Py_buffer& v);
   static char dlpack_format(const DLDataType& t);
   static char typestr_format(const char* typestr);
+  void read(PyObject* obj, bool writable);
   void read_buffer_protocol(PyObject* obj, bool writable);
   void from_buffer(PyObject* obj, bool writable);
   void from_tensor(PyObject* tensor, bool writable);

@@ -59,6 +59,15 @@ std::shared_ptr<Context> context_for(int32_t type, int32_t id, py::handle what) 
   }
 }
 
+// No allocation is at address 0: an array with elements there is a producer's mistake, and a
+// kernel launched on it would fault. An array with no elements reads nothing, so it may.
+void check_data(uintptr_t data, const Layout& layout, py::handle what, const char* field) {
+  if (data == 0 && layout.size() != 0)
+    raise(ErrorKind::ArgumentError, named(what) + ": its " + field + " is NULL (0), but it has " +
+                                        std::to_string(layout.size()) +
+                                        " elements; an array with elements must give the address of its memory");
+}
+
 void check_dtype(uint8_t code, uint8_t bits, uint16_t lanes, py::handle what) {
   bool ok = lanes == 1 && ((code == kDLBool && bits == 8) || (code == kDLFloat && (bits == 16 || bits == 32 || bits == 64)) ||
                            (code == kDLBfloat && bits == 16) ||
@@ -381,6 +390,7 @@ Buffer from_dlpack(py::capsule capsule, py::object what, bool readonly) {
   layout.check_fits(named(what));  // negative extents first, then the byte span
   if (overflows)
     raise(ErrorKind::ArgumentError, named(what) + ": its shape and strides reach past 2**63 elements or bytes");
+  check_data(reinterpret_cast<uintptr_t>(t->data), layout, what, "DLPack data pointer");
   DevicePtr data = reinterpret_cast<DevicePtr>(t->data) + t->byte_offset;
   // Consumed: from here on the deleter is ours to call, once.
   PyCapsule_SetName(cap, versioned ? kUsedVersionedName : kUsedLegacyName);
@@ -416,6 +426,7 @@ Buffer wrap_pointer(int kind, int ordinal, uintptr_t ptr, uint8_t code, uint8_t 
   if (layout.shape.size() != layout.strides.size())
     raise(ErrorKind::ArgumentError, named(what) + ": shape and strides differ in length");
   layout.check_fits(named(what));
+  check_data(ptr, layout, what, "data pointer");
   return Buffer::wrap(ctx, ptr, std::move(layout), keep_python(std::move(owner)), readonly);
 }
 

@@ -1,0 +1,102 @@
+"""Producers that lie or are malformed: g.map and g.asbuffer end in a gompute error naming the
+array and what is wrong with it, on the general path and the C++ fast path, never a crash.
+
+Each case that once crashed the interpreter runs in a child process (hostile.in_child), so a
+regression fails its test rather than killing pytest. The CUDA cases run where CUDA is
+present: the fake libcuda in `make test`'s second pass (GOMPUTE_LIBCUDA), or a GPU.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import gompute as g
+from tests.conftest import open_compute
+
+from .hostile import in_child
+
+# The child's start: g.map of `double`, and on CUDA a Compute whose modules the fake can load.
+HOST_PRELUDE = """
+import numpy as np
+import gompute as g
+from gompute.kernel import AutoKernel
+from tests.interop.hostile import CaiArray, FreshDlpack, HostInterface, cai_of, outcome
+from tests.map.kernels import double
+"""
+CUDA_PRELUDE = (
+    HOST_PRELUDE
+    + """
+import contextlib
+from tests.fakes import images
+cuda = g.runtime.cuda.Compute.init()
+loading = images.host_images() if images.is_fake(cuda) else contextlib.nullcontext()
+loading.__enter__()  # for the child's life
+x = cuda.empty((4,), g.f32)
+x.upload(np.arange(4, dtype=np.float32))
+y = cuda.empty((4,), g.f32)
+"""
+)
+
+
+@pytest.fixture
+def cuda_present():
+    """Skips unless a CUDA device (or the fake driver) answers in this process."""
+    open_compute(g.Backend.cuda).deinit()
+
+
+NULL_WITH_ELEMENTS = "its DLPack data pointer is NULL (0), but it has 4 elements"
+
+
+def test_dlpack_null_data_with_elements_is_refused_on_both_paths():
+    lines = in_child(
+        HOST_PRELUDE
+        + """
+x = np.arange(4, dtype=np.float32)
+y = np.empty_like(x)
+taught = AutoKernel(double)
+taught(x, out=y)  # the C++ path now takes f32 -> f32 calls: it must decline the NULL one
+print(outcome(lambda: taught(FreshDlpack(x, data=None), out=y)))
+print(outcome(lambda: AutoKernel(double)(FreshDlpack(x, data=None))))  # the general path alone
+print(outcome(lambda: g.asbuffer(FreshDlpack(x, data=None, byte_offset=16))))  # NULL + offset is no address
+"""
+    )
+    assert len(lines) == 3
+    for line in lines:
+        assert line.startswith("ArgumentError: the tests.FreshDlpack: ")
+        assert NULL_WITH_ELEMENTS in line
+
+
+def test_dlpack_null_data_without_elements_is_an_empty_array():
+    lines = in_child(
+        HOST_PRELUDE
+        + """
+empty = np.empty((0, 3), dtype=np.float32)
+taught = AutoKernel(double)
+taught(empty, out=np.empty_like(empty))
+out = np.empty_like(empty)
+print(taught(FreshDlpack(empty, data=None), out=out) is out, AutoKernel(double)(FreshDlpack(empty, data=None)).shape)
+"""
+    )
+    assert lines == ["True (0, 3)"]
+
+
+def test_cuda_array_interface_null_data_with_elements_is_refused_on_both_paths(cuda_present):
+    lines = in_child(
+        CUDA_PRELUDE
+        + """
+taught = AutoKernel(double)
+out = CaiArray(cai_of(y))
+taught(CaiArray(cai_of(x)), out=out)  # teaches the C++ path
+print(outcome(lambda: taught(CaiArray(cai_of(x, data=(0, False))), out=out)))
+print(outcome(lambda: AutoKernel(double)(CaiArray(cai_of(x, data=(0, False))), out=out)))
+empty = cuda.empty((0,), g.f32)
+print(AutoKernel(double)(CaiArray(cai_of(empty, data=(0, False))), out=CaiArray(cai_of(empty))) is not None)
+cuda.synchronize()
+"""
+    )
+    refused = (
+        "ArgumentError: the tests.CaiArray: its data pointer is NULL (0), but it has 4 elements; "
+        "an array with elements must give the address of its memory"
+    )
+    assert lines[:2] == [refused, refused]
+    assert lines[2] == "True"
