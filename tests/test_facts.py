@@ -11,10 +11,12 @@ from __future__ import annotations
 import inspect
 import re
 
+import numpy as np
 import pytest
 
 import gompute as g
 from gompute import _core, errors
+from gompute.lang.module import pack_strides, strides_nbytes
 from tests.conftest import REPO
 
 COMMON_PRELUDE = REPO / "gompute" / "lang" / "preludes" / "common.h"
@@ -62,3 +64,15 @@ def _prelude_max_ndim() -> int:
 
 def test_the_prelude_takes_as_many_strided_dims_as_the_planner():
     assert _prelude_max_ndim() == _core.MAX_STRIDED_DIMS
+
+
+def test_the_languages_strides_struct_is_the_planners():
+    """lang/module.py's pack_strides (for launches by hand) writes what the planner writes for a
+    layout it cannot collapse: a transposed 3-D input, a broadcast row and a C-order output."""
+    shape = (2, 3, 4)
+    inputs = [np.zeros((4, 3, 2), np.float32).T, np.zeros(4, np.float32)]
+    out = np.zeros(shape, np.float32)
+    kind, _, planned = _core.plan_launch([g.asbuffer(a) for a in inputs], g.asbuffer(out), 64)
+    steps = [[1, 2, 6], [0, 0, 1], [12, 4, 1]]
+    assert kind == "strided" and planned == pack_strides(shape, steps)
+    assert len(planned) == strides_nbytes(3)

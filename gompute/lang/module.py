@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import types as T
+from .._core import MAX_STRIDED_DIMS
 from ..errors import ArgumentError
 from ..types import ScalarType
 from . import ir
@@ -19,7 +20,7 @@ from .typing_rules import concrete
 
 BACKENDS = ("host", "cuda", "hip")
 KERNELS_MARKER = "// ---- generated kernels ----"
-MAX_NDIM = 8  # GOMPUTE_MAX_NDIM in preludes/common.h
+MAX_NDIM = MAX_STRIDED_DIMS  # the planner's limit, GOMPUTE_MAX_NDIM in preludes/common.h (tests/test_facts.py)
 _PRELUDES = Path(__file__).with_name("preludes")
 _PRELUDE_FILES = {
     "host": ("host.h", "common.h", "host_strided.h"),
