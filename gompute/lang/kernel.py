@@ -157,6 +157,13 @@ class MapKernel:
         if not self.generic:
             self.specialize()
 
+    def __call__(self, *args, **kwargs):
+        arrays = ", ".join(self.arg_names)
+        params = "".join(f", {f.name}=..." for f in self.params_class.__fields__) if self.params_class else ""
+        raise ArgumentError(
+            f"{self.name} is a map kernel, which runs on arrays through g.map: g.map({self.name})({arrays}{params})"
+        )
+
     @property
     def arity(self) -> int:
         """The number of array inputs."""

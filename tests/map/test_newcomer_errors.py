@@ -59,3 +59,12 @@ def test_a_python_list_as_out_is_named():
 def test_the_advice_works():
     y = g.map(scale_relu)(np.asarray([0.5, -1.0], dtype=np.float32), scale=2)
     np.testing.assert_array_equal(y, [1.0, 0.0])
+
+
+def test_a_map_kernel_called_directly_is_shown_the_g_map_call():
+    with pytest.raises(
+        g.ArgumentError,
+        match=r"scale_relu is a map kernel, which runs on arrays through g\.map: "
+        r"g\.map\(scale_relu\)\(x, scale=\.\.\.\)",
+    ):
+        scale_relu(x, scale=2)
