@@ -262,7 +262,7 @@ void ArrayView::from_dlpack(PyObject* obj, bool writable) {
   const DLTensor& t = m->dl_tensor;
   format_ = dlpack_format(t.dtype);
   if (m->version.major == DLPACK_MAJOR_VERSION && t.device.device_type == kDLCPU && format_ &&
-      !(writable && (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY))) {
+      (t.shape || t.ndim == 0) && !(writable && (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY))) {
     PyCapsule_SetName(capsule, "used_dltensor_versioned");  // ours now: the destructor calls its deleter
     managed_ = m;
     set_data(t.data ? static_cast<char*>(t.data) + t.byte_offset : nullptr);  // NULL stays NULL: declined

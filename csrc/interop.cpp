@@ -19,6 +19,8 @@ constexpr const char* kLegacyName = "dltensor";
 constexpr const char* kVersionedName = "dltensor_versioned";
 constexpr const char* kUsedLegacyName = "used_dltensor";
 constexpr const char* kUsedVersionedName = "used_dltensor_versioned";
+// The most dimensions an array read from DLPack may have: NumPy's own limit.
+constexpr int32_t kMaxDims = 64;
 
 // How errors name the array: `what` is any object whose str() does, made only on error.
 std::string named(py::handle what) { return py::str(what); }
@@ -76,6 +78,17 @@ void check_dtype(uint8_t code, uint8_t bits, uint16_t lanes, py::handle what) {
     raise(ErrorKind::ArgumentError, named(what) + " has DLPack dtype (code " + std::to_string(code) + ", " +
                                         std::to_string(bits) + " bits, " + std::to_string(lanes) +
                                         " lanes), which gompute has no type for");
+}
+
+// A capsule's ndim sizes what is read through its shape and strides pointers: a negative or
+// absurd one, or a shape pointer missing, is refused before anything is read through them.
+void check_dims(const DLTensor& t, py::handle what) {
+  if (t.ndim < 0 || t.ndim > kMaxDims)
+    raise(ErrorKind::ArgumentError, named(what) + ": its DLPack ndim is " + std::to_string(t.ndim) +
+                                        "; gompute reads arrays of 0 to " + std::to_string(kMaxDims) + " dimensions");
+  if (t.ndim > 0 && !t.shape)
+    raise(ErrorKind::ArgumentError, named(what) + ": its DLPack shape pointer is NULL, with ndim " +
+                                        std::to_string(t.ndim));
 }
 
 // ---- export ----------------------------------------------------------------------
@@ -371,6 +384,7 @@ Buffer from_dlpack(py::capsule capsule, py::object what, bool readonly) {
     t = &static_cast<DLManagedTensor*>(managed)->dl_tensor;
   }
   check_dtype(t->dtype.code, t->dtype.bits, t->dtype.lanes, what);
+  check_dims(*t, what);
   auto ctx = context_for(t->device.device_type, t->device.device_id, what);
   Layout layout;
   layout.code = t->dtype.code;

@@ -100,3 +100,36 @@ cuda.synchronize()
     )
     assert lines[:2] == [refused, refused]
     assert lines[2] == "True"
+
+
+@pytest.mark.parametrize("ndim", [-1, -(2**31), 65, 2**30])
+def test_dlpack_ndim_out_of_range_is_refused_on_both_paths(ndim):
+    lines = in_child(
+        HOST_PRELUDE
+        + f"""
+x = np.arange(4, dtype=np.float32)
+taught = AutoKernel(double)
+taught(x, out=np.empty_like(x))
+print(outcome(lambda: taught(FreshDlpack(x, ndim={ndim}), out=np.empty_like(x))))
+print(outcome(lambda: g.asbuffer(FreshDlpack(x, ndim={ndim}))))
+"""
+    )
+    refused = (
+        f"ArgumentError: the tests.FreshDlpack: its DLPack ndim is {ndim}; gompute reads arrays of 0 to 64 dimensions"
+    )
+    assert lines == [refused, refused]
+
+
+def test_dlpack_shape_pointer_null_is_refused_on_both_paths():
+    lines = in_child(
+        HOST_PRELUDE
+        + """
+x = np.arange(4, dtype=np.float32)
+taught = AutoKernel(double)
+taught(x, out=np.empty_like(x))
+print(outcome(lambda: taught(FreshDlpack(x, shape=None), out=np.empty_like(x))))
+print(outcome(lambda: g.asbuffer(FreshDlpack(x, shape=None))))
+"""
+    )
+    refused = "ArgumentError: the tests.FreshDlpack: its DLPack shape pointer is NULL, with ndim 1"
+    assert lines == [refused, refused]
