@@ -75,7 +75,7 @@ def asbuffer(obj, *, stream=None) -> _core.Buffer:
     if cai is not None:
         return _from_cuda_array_interface(obj, cai, what)
     if hasattr(obj, "__array_interface__"):
-        array = np.asarray(obj)
+        array = _read_array_interface(obj, what)
         if isinstance(obj, np.generic):  # a NumPy scalar: the array is a copy, read-only to say so
             array.flags.writeable = False
         return _from_array_interface(array, what)
@@ -196,7 +196,7 @@ def _read_cuda_array_interface(obj, cai: dict, what) -> _core.Buffer:
     if readonly not in (True, False):  # a bool (NumPy's, or 0 and 1, taken too)
         raise TypeError(f"the read-only flag in 'data' is {readonly!r}, not a bool")
     readonly = bool(readonly)
-    dtype = _dtype(cai["typestr"], what)
+    dtype = _typestr_dtype(cai, what)
     shape = tuple(operator.index(d) for d in cai["shape"])
     strides = cai.get("strides")
     strides = _c_strides(shape, dtype.itemsize) if strides is None else tuple(operator.index(s) for s in strides)
@@ -218,6 +218,36 @@ def _read_cuda_array_interface(obj, cai: dict, what) -> _core.Buffer:
             raise ArgumentError(f"{what}: __cuda_array_interface__ stream 0 is disallowed by the protocol")
         buffer.stream = buffer._device().wrap_stream(raw)
     return buffer
+
+
+def _read_array_interface(obj, what) -> np.ndarray:
+    """`obj` as NumPy reads it through its `__array_interface__`, which NumPy checks; what it
+    refuses is an ArgumentError naming the array, the interface and the field."""
+    interface = obj.__array_interface__
+    try:
+        if not isinstance(interface, dict):
+            raise TypeError(f"a {type(interface).__name__}, not a dict")
+        _typestr_dtype(interface, what)
+        return np.asarray(obj)
+    except GomputeError:
+        raise
+    except (KeyError, TypeError, ValueError) as e:  # NumPy's own words name the field
+        raise ArgumentError(
+            f"{what}: its __array_interface__ is malformed ({type(e).__name__}: {e}); the protocol's v3 needs "
+            "'shape' (ints), 'typestr' and 'data' (a pointer, not NULL when there are elements, and a read-only "
+            "flag, or an object with the buffer protocol), and may have 'strides' (ints or None)"
+        ) from None
+
+
+def _typestr_dtype(interface: dict, what):
+    """The gompute type of an interface's 'typestr'; a TypeError naming the field when it names
+    no NumPy type (one NumPy has and gompute lacks is gompute's ArgumentError)."""
+    typestr = interface["typestr"]
+    try:
+        dtype = np.dtype(typestr)
+    except TypeError:
+        raise TypeError(f"'typestr' is {typestr!r}, which is no NumPy type string") from None
+    return _dtype(dtype, what)
 
 
 def _from_array_interface(array: np.ndarray, what) -> _core.Buffer:

@@ -8,12 +8,14 @@ present: the fake libcuda in `make test`'s second pass (GOMPUTE_LIBCUDA), or a G
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import gompute as g
 from tests.conftest import open_compute
+from tests.map.kernels import double
 
-from .hostile import in_child
+from .hostile import HostInterface, in_child
 
 # The child's start: g.map of `double`, and on CUDA a Compute whose modules the fake can load.
 HOST_PRELUDE = """
@@ -133,3 +135,47 @@ print(outcome(lambda: g.asbuffer(FreshDlpack(x, shape=None))))
     )
     refused = "ArgumentError: the tests.FreshDlpack: its DLPack shape pointer is NULL, with ndim 1"
     assert lines == [refused, refused]
+
+
+def _interface(array, **changes) -> dict:
+    interface = dict(array.__array_interface__)
+    interface.update(changes)
+    return interface
+
+
+ARRAY_INTERFACE_MALFORMED = "HostInterface: its __array_interface__ is malformed ("
+
+
+@pytest.mark.parametrize(
+    ("changes", "problem"),
+    [
+        ({"data": (0, False)}, "ValueError: data is NULL but array contains data"),
+        ({"typestr": "zz9"}, "TypeError: 'typestr' is 'zz9', which is no NumPy type string"),
+        ({"typestr": 5}, "TypeError: 'typestr' is 5, which is no NumPy type string"),
+    ],
+    ids=["null-data", "typestr-zz9", "typestr-int"],
+)
+def test_array_interface_fields_numpy_refuses_are_named(changes, problem):
+    x = np.arange(4, dtype=np.float32)
+    array = HostInterface(_interface(x, **changes), keep=x)
+    for call in (lambda: g.asbuffer(array), lambda: g.map(double)(array)):
+        with pytest.raises(g.ArgumentError) as raised:
+            call()
+        assert ARRAY_INTERFACE_MALFORMED + problem in str(raised.value)
+
+
+def test_array_interface_that_is_not_a_dict_is_refused():
+    with pytest.raises(g.ArgumentError) as raised:
+        g.asbuffer(HostInterface([4, "<f4"]))
+    assert ARRAY_INTERFACE_MALFORMED + "TypeError: a list, not a dict)" in str(raised.value)
+
+
+def test_array_interface_with_a_type_gompute_lacks_says_so():
+    z = np.zeros(4, np.complex64)
+    with pytest.raises(g.ArgumentError, match="complex64 has no gompute type"):
+        g.asbuffer(HostInterface(_interface(z), keep=z))
+
+
+def test_array_interface_null_data_without_elements_is_an_empty_array():
+    empty = np.empty(0, np.float32)
+    assert g.map(double)(HostInterface(_interface(empty, data=(0, False)))).shape == (0,)
