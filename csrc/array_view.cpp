@@ -159,9 +159,9 @@ void ArrayView::from_tensor(PyObject* tensor, bool writable) {
 }
 
 // A CUDA array through __cuda_array_interface__. False when `obj` has none (the caller
-// then tries DLPack); true otherwise, ok() only for an unmasked version-3 array that
-// names its stream. A stream of None leaves the choice of stream to the general
-// path, which asks the array's framework.
+// then tries DLPack); true otherwise, ok() only for an unmasked version-3 array (a later
+// version may mean other things) that names its stream. A stream of None leaves the choice
+// of stream to the general path, which asks the array's framework.
 bool ArrayView::from_cuda_array_interface(PyObject* obj, bool writable) {
   static PyObject* const name = PyUnicode_InternFromString("__cuda_array_interface__");  // kept for the process
   static PyObject* const keys[] = {PyUnicode_InternFromString("version"), PyUnicode_InternFromString("stream"),
@@ -178,7 +178,7 @@ bool ArrayView::from_cuda_array_interface(PyObject* obj, bool writable) {
   for (int i = 0; i < 7; ++i) item[i] = PyDict_GetItem(cai.ptr(), keys[i]);
   auto [version, stream, mask, shape, typestr, data, strides] =
       std::tuple{item[0], item[1], item[2], item[3], item[4], item[5], item[6]};
-  if (!version || !PyLong_Check(version) || PyLong_AsLong(version) < 3 || !stream || !PyLong_Check(stream) ||
+  if (!version || !PyLong_Check(version) || PyLong_AsLong(version) != 3 || !stream || !PyLong_Check(stream) ||
       (mask && mask != Py_None) || !shape || !PyTuple_Check(shape) || !typestr || !PyUnicode_Check(typestr) ||
       !data || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2)
     return true;

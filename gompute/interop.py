@@ -187,9 +187,11 @@ def _from_cuda_array_interface(obj, cai, what) -> _core.Buffer:
 
 
 def _read_cuda_array_interface(obj, cai: dict, what) -> _core.Buffer:
-    version = int(cai.get("version", 0))
-    if version < 2:
-        raise ArgumentError(f"{what}: __cuda_array_interface__ version {version} is too old (gompute reads 2 and 3)")
+    if not isinstance(cai, dict):
+        raise TypeError(f"a {type(cai).__name__}, not a dict")
+    version = operator.index(cai.get("version", 0))
+    if version not in (2, 3):  # a later version may change what the fields mean
+        raise ArgumentError(f"{what}: __cuda_array_interface__ version {version} is not one gompute reads (2 and 3)")
     if cai.get("mask") is not None:
         raise ArgumentError(f"{what}: masked arrays (a 'mask' in __cuda_array_interface__) are not supported")
     ptr, readonly = cai["data"]

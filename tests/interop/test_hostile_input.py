@@ -15,7 +15,7 @@ import gompute as g
 from tests.conftest import open_compute
 from tests.map.kernels import double
 
-from .hostile import HostInterface, in_child
+from .hostile import CaiArray, HostInterface, in_child
 
 # The child's start: g.map of `double`, and on CUDA a Compute whose modules the fake can load.
 HOST_PRELUDE = """
@@ -179,3 +179,40 @@ def test_array_interface_with_a_type_gompute_lacks_says_so():
 def test_array_interface_null_data_without_elements_is_an_empty_array():
     empty = np.empty(0, np.float32)
     assert g.map(double)(HostInterface(_interface(empty, data=(0, False)))).shape == (0,)
+
+
+# ---- __cuda_array_interface__ ------------------------------------------------------------------
+
+
+def test_cuda_array_interface_that_is_not_a_dict_is_refused():
+    for interface in ([4, "<f4"], "shape=(4,)", (("shape", (4,)),)):
+        with pytest.raises(g.ArgumentError) as raised:
+            g.asbuffer(CaiArray(interface))
+        kind = type(interface).__name__
+        assert f"CaiArray: its __cuda_array_interface__ is malformed (TypeError: a {kind}, not a dict)" in str(
+            raised.value
+        )
+
+
+@pytest.mark.parametrize("version", [0, 1, 4, 99, -3])
+def test_cuda_array_interface_version_gompute_does_not_read_is_refused(version):
+    interface = {"shape": (4,), "typestr": "<f4", "data": (4096, False), "version": version, "stream": 1}
+    with pytest.raises(g.ArgumentError) as raised:
+        g.asbuffer(CaiArray(interface))
+    assert f"__cuda_array_interface__ version {version} is not one gompute reads (2 and 3)" in str(raised.value)
+
+
+def test_cuda_array_interface_version_99_is_refused_on_the_fast_path_too(cuda_present):
+    lines = in_child(
+        CUDA_PRELUDE
+        + """
+taught = AutoKernel(double)
+out = CaiArray(cai_of(y))
+taught(CaiArray(cai_of(x)), out=out)  # teaches the C++ path
+print(outcome(lambda: taught(CaiArray(cai_of(x, version=99)), out=out)))
+cuda.synchronize()
+"""
+    )
+    assert lines == [
+        "ArgumentError: the tests.CaiArray: __cuda_array_interface__ version 99 is not one gompute reads (2 and 3)"
+    ]
