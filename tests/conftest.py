@@ -1,4 +1,5 @@
-"""Fixtures every test directory can use: a Compute per present backend, and the host C++ compiler."""
+"""What every test directory shares: a kernel cache of the run's own, a Compute per present
+backend, and the host C++ compiler."""
 
 from __future__ import annotations
 
@@ -6,15 +7,34 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 import gompute as g
+from gompute.compile.cache import ENV_VAR as CACHE_ENV_VAR
 
 REPO = Path(__file__).resolve().parent.parent
 INCLUDE = REPO / "gompute" / "include"
 GPU_BACKENDS = (g.Backend.cuda, g.Backend.hip)
+
+
+def pytest_configure(config):
+    """Kernels compile into a cache of the run's own, unless GOMPUTE_CACHE_DIR names one: no test
+    writes into the user's cache or finds a kernel an earlier run left there. Set here, not in a
+    fixture, so that kernels compiled while modules are collected, and the processes tests start,
+    use it too."""
+    if os.environ.get(CACHE_ENV_VAR):
+        return
+    folder = tempfile.mkdtemp(prefix="gompute-test-cache-")
+    os.environ[CACHE_ENV_VAR] = folder
+
+    def remove():
+        os.environ.pop(CACHE_ENV_VAR, None)
+        shutil.rmtree(folder, ignore_errors=True)
+
+    config.add_cleanup(remove)
 
 
 def open_compute(backend: g.Backend):
