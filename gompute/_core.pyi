@@ -6,7 +6,10 @@ from typing import Any
 from .backend import Backend
 from .types import ScalarType
 
-class Arg:
+class _pybind11_type(type):
+    """The metaclass of every class here (pybind11_builtins.pybind11_type at run time)."""
+
+class Arg(metaclass=_pybind11_type):
     """One kernel argument: the bytes of its storage."""
 
     def __init__(self, data: bytes) -> None: ...
@@ -17,7 +20,7 @@ class Arg:
     @property
     def is_buffer(self) -> bool: ...
 
-class Buffer:
+class Buffer(metaclass=_pybind11_type):
     """Device memory: bytes, optionally read as a typed array (see view())."""
 
     @property
@@ -42,6 +45,8 @@ class Buffer:
     def size(self) -> int: ...
     @property
     def c_contiguous(self) -> bool: ...
+    @property
+    def distinct_elements(self) -> bool: ...
     @property
     def readonly(self) -> bool: ...
     stream: Stream | None
@@ -82,13 +87,13 @@ class Buffer:
     def __exit__(self, *exc: object) -> None: ...
     def _device(self) -> Device: ...
 
-class PinnedMemory:
+class PinnedMemory(metaclass=_pybind11_type):
     """Page-locked host memory; supports the buffer protocol."""
 
     @property
     def nbytes(self) -> int: ...
 
-class Stream:
+class Stream(metaclass=_pybind11_type):
     """An ordered queue of work on one device."""
 
     @property
@@ -107,7 +112,7 @@ class Stream:
     def __exit__(self, *exc: object) -> None: ...
     def _device(self) -> Device: ...
 
-class Event:
+class Event(metaclass=_pybind11_type):
     """A marker in a stream, for ordering and timing."""
 
     def record(self, stream: Stream | None = None) -> None: ...
@@ -116,7 +121,7 @@ class Event:
     def query(self) -> bool: ...
     def elapsed_ms(self, end: Event) -> float: ...
 
-class Kernel:
+class Kernel(metaclass=_pybind11_type):
     """A function in a loaded module."""
 
     @property
@@ -137,7 +142,7 @@ class Kernel:
     ) -> None: ...
     def deinit(self) -> None: ...
 
-class Module:
+class Module(metaclass=_pybind11_type):
     """A loaded image; shared by every handle that loaded the same bytes."""
 
     @property
@@ -149,7 +154,7 @@ class Module:
     def __enter__(self) -> Module: ...
     def __exit__(self, *exc: object) -> None: ...
 
-class Device:
+class Device(metaclass=_pybind11_type):
     """The shared context of one device (what a Compute holds)."""
 
     def __init__(self, kind: int, ordinal: int) -> None: ...
@@ -201,7 +206,7 @@ def wrap_pointer(
     what: str,
 ) -> Buffer: ...
 
-class FastMap:
+class FastMap(metaclass=_pybind11_type):
     """g.map's cache of launches (csrc/dispatch.cpp)."""
 
     def __init__(
