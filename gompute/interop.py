@@ -198,7 +198,7 @@ def _read_cuda_array_interface(obj, cai: dict, what) -> _core.Buffer:
     if readonly not in (True, False):  # a bool (NumPy's, or 0 and 1, taken too)
         raise TypeError(f"the read-only flag in 'data' is {readonly!r}, not a bool")
     readonly = bool(readonly)
-    dtype = _typestr_dtype(cai, what)
+    dtype = _dtype(_typestr(cai), what)
     shape = tuple(operator.index(d) for d in cai["shape"])
     strides = cai.get("strides")
     strides = _c_strides(shape, dtype.itemsize) if strides is None else tuple(operator.index(s) for s in strides)
@@ -229,7 +229,7 @@ def _read_array_interface(obj, what) -> np.ndarray:
     try:
         if not isinstance(interface, dict):
             raise TypeError(f"a {type(interface).__name__}, not a dict")
-        _typestr_dtype(interface, what)
+        _typestr(interface)  # NumPy's own message names no field
         return np.asarray(obj)
     except GomputeError:
         raise
@@ -241,15 +241,13 @@ def _read_array_interface(obj, what) -> np.ndarray:
         ) from None
 
 
-def _typestr_dtype(interface: dict, what):
-    """The gompute type of an interface's 'typestr'; a TypeError naming the field when it names
-    no NumPy type (one NumPy has and gompute lacks is gompute's ArgumentError)."""
+def _typestr(interface: dict) -> np.dtype:
+    """The NumPy dtype an interface's 'typestr' names; a TypeError naming the field if none."""
     typestr = interface["typestr"]
     try:
-        dtype = np.dtype(typestr)
+        return np.dtype(typestr)
     except TypeError:
         raise TypeError(f"'typestr' is {typestr!r}, which is no NumPy type string") from None
-    return _dtype(dtype, what)
 
 
 def _from_array_interface(array: np.ndarray, what) -> _core.Buffer:
