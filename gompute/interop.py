@@ -202,6 +202,7 @@ def _read_cuda_array_interface(obj, cai: dict, what) -> _core.Buffer:
     shape = tuple(operator.index(d) for d in cai["shape"])
     strides = cai.get("strides")
     strides = _c_strides(shape, dtype.itemsize) if strides is None else tuple(operator.index(s) for s in strides)
+    stream = _interface_stream_handle(cai.get("stream") if version >= 3 else None, what)
     buffer = _core.wrap_pointer(
         Backend.cuda.kind,
         _cuda_ordinal(obj, ptr or 0),
@@ -214,12 +215,47 @@ def _read_cuda_array_interface(obj, cai: dict, what) -> _core.Buffer:
         obj,
         what,
     )
-    raw = cai.get("stream") if version >= 3 else None
-    if raw is not None:
-        if operator.index(raw) == 0:
-            raise ArgumentError(f"{what}: __cuda_array_interface__ stream 0 is disallowed by the protocol")
-        buffer.stream = buffer._device().wrap_stream(raw)
+    if stream is not None:
+        buffer.stream = _known_stream(buffer, stream, what)
     return buffer
+
+
+_CAI_STREAMS = (
+    "the protocol's stream is None, 1 (the legacy default stream), 2 (the per-thread default stream) or the "
+    "handle of a stream of the array's device"
+)
+
+
+def _interface_stream_handle(raw, what) -> int | None:
+    """The stream handle a CUDA interface's 'stream' holds (None: it names none)."""
+    if raw is None:
+        return None
+    try:
+        handle = None if isinstance(raw, bool) else operator.index(raw)
+    except TypeError:
+        handle = None
+    if handle == 0:
+        raise ArgumentError(f"{what}: __cuda_array_interface__ stream 0 is disallowed by the protocol")
+    if handle is None or not 0 < handle < 2**64:
+        raise ArgumentError(
+            f"{what}: its __cuda_array_interface__ 'stream' is {raw!r}, not a stream handle; {_CAI_STREAMS}"
+        )
+    return handle
+
+
+def _known_stream(buffer: _core.Buffer, handle: int, what) -> _core.Stream:
+    """The stream g.map is to launch on, which the driver must know on the array's device:
+    recording an event there asks it."""
+    device = buffer._device()
+    stream = device.wrap_stream(handle)
+    try:
+        device.create_event(False).record(stream)
+    except GomputeError as e:
+        raise ArgumentError(
+            f"{what}: its __cuda_array_interface__ 'stream' is {handle}, which is no stream of "
+            f"{buffer.backend}:{buffer.device} ({e}); {_CAI_STREAMS}"
+        ) from None
+    return stream
 
 
 def _read_array_interface(obj, what) -> np.ndarray:

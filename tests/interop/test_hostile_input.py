@@ -216,3 +216,34 @@ cuda.synchronize()
     assert lines == [
         "ArgumentError: the tests.CaiArray: __cuda_array_interface__ version 99 is not one gompute reads (2 and 3)"
     ]
+
+
+@pytest.mark.parametrize("stream", ["'abc'", "-5", "2**64", "True", "1.5"])
+def test_cuda_array_interface_stream_that_is_no_handle_is_named(stream):
+    interface = {"shape": (4,), "typestr": "<f4", "data": (4096, False), "version": 3, "stream": eval(stream)}
+    with pytest.raises(g.ArgumentError) as raised:
+        g.asbuffer(CaiArray(interface))
+    given = repr(interface["stream"])
+    assert f"CaiArray: its __cuda_array_interface__ 'stream' is {given}, not a stream handle; " in str(raised.value)
+
+
+def test_cuda_array_interface_stream_the_driver_does_not_know_is_named_on_both_paths(cuda_present):
+    lines = in_child(
+        CUDA_PRELUDE
+        + """
+print(outcome(lambda: AutoKernel(double)(CaiArray(cai_of(x, stream=12345678)), out=CaiArray(cai_of(y)))))
+taught = AutoKernel(double)
+taught(CaiArray(cai_of(x)), out=CaiArray(cai_of(y)))  # teaches the C++ path, which reads the stream as given
+print(outcome(lambda: taught(CaiArray(cai_of(x, stream=12345678)), out=CaiArray(cai_of(y, stream=12345678)))))
+cuda.synchronize()
+"""
+    )
+    assert lines[0].startswith(
+        "ArgumentError: the tests.CaiArray: its __cuda_array_interface__ 'stream' is 12345678, which is no stream "
+        "of cuda:0 ("
+    )
+    assert lines[1].startswith("LaunchFailed: cuLaunchKernel: ")
+    assert lines[1].endswith(
+        ": the launch's stream 0xbc614e is no stream of cuda:0 (a stream= or an array's __cuda_array_interface__ "
+        "'stream' that names none, or a destroyed one)"
+    )
