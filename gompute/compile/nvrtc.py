@@ -87,14 +87,15 @@ def load() -> Nvrtc:
     if found is None:
         raise CompileError(
             f"compiling CUDA kernels needs NVRTC, which was not found (tried {', '.join(tried)}); "
-            "pip install 'gompute[cuda]' (nvidia-cuda-nvrtc and cuda-pathfinder), or install a CUDA toolkit"
+            "pip install 'gompute[cuda12]' or 'gompute[cuda13]', your driver's CUDA major (`gompute info` says "
+            "which), or install a CUDA toolkit"
         )
     if driver is not None and found.version[0] > cuda_version(driver)[0]:
         (major, minor), (nvrtc_major, nvrtc_minor) = cuda_version(driver), found.version
         warnings.warn(
             f"no NVRTC found fits this CUDA {major}.{minor} driver: NVRTC {nvrtc_major}.{nvrtc_minor} "
             f"({found.path}) makes code for CUDA {nvrtc_major} drivers, which this one may refuse; install "
-            f"nvidia-cuda-nvrtc-cu{major}, or point GOMPUTE_LIBNVRTC at an NVRTC {major}.x",
+            f"'gompute[cuda{major}]', or point GOMPUTE_LIBNVRTC at an NVRTC {major}.x",
             stacklevel=2,
         )
     return found

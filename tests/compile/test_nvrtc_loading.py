@@ -19,7 +19,7 @@ def fresh_load():
 
 def test_without_cuda_pathfinder_the_wheels_library_is_found(fresh_load, monkeypatch):
     if not nvrtc.available():
-        pytest.skip("no NVRTC on this machine (pip install nvidia-cuda-nvrtc)")
+        pytest.skip("no NVRTC on this machine (pip install 'gompute[cuda13]')")
     nvrtc.load.cache_clear()
     monkeypatch.setitem(sys.modules, "cuda", None)  # `from cuda import pathfinder` raises ImportError
     monkeypatch.delenv("GOMPUTE_LIBNVRTC", raising=False)
@@ -39,7 +39,7 @@ def test_nothing_found_says_what_to_install(fresh_load, monkeypatch):
     monkeypatch.delenv("GOMPUTE_LIBNVRTC", raising=False)
     monkeypatch.setattr(nvrtc, "_fallback_paths", lambda: ["/nonexistent/libnvrtc.so"])
     with pytest.raises(
-        CompileError, match=r"gompute\[cuda\].*/nonexistent/libnvrtc.so|/nonexistent/libnvrtc.so.*gompute\[cuda\]"
+        CompileError, match=r"/nonexistent/libnvrtc.so.*gompute\[cuda12\]' or 'gompute\[cuda13\]'"
     ):
         fresh_load()
 
@@ -76,7 +76,7 @@ def test_the_nvrtc_chosen_is_the_first_the_driver_can_load(versions, driver, cho
 
 def test_load_passes_the_installed_drivers_version(fresh_load, monkeypatch):
     if not nvrtc.available():
-        pytest.skip("no NVRTC on this machine (pip install nvidia-cuda-nvrtc)")
+        pytest.skip("no NVRTC on this machine (pip install 'gompute[cuda13]')")
     nvrtc.load.cache_clear()
     monkeypatch.delenv("GOMPUTE_LIBNVRTC", raising=False)
     asked = []
@@ -91,7 +91,7 @@ def test_an_nvrtc_newer_than_the_driver_is_used_with_a_warning_naming_the_fix(fr
     newer.path = "/somewhere/libnvrtc.so.13"
     monkeypatch.setattr(nvrtc, "_candidates", lambda tried: iter([newer]))
     monkeypatch.setattr(nvrtc, "_cuda_driver_version", lambda: 12080)
-    with pytest.warns(UserWarning, match=r"CUDA 12\.8 driver: NVRTC 13\.0 .*nvidia-cuda-nvrtc-cu12.*GOMPUTE_LIBNVRTC"):
+    with pytest.warns(UserWarning, match=r"CUDA 12\.8 driver: NVRTC 13\.0 .*gompute\[cuda12\].*GOMPUTE_LIBNVRTC"):
         assert fresh_load() is newer
 
 

@@ -22,7 +22,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_check.py"
 CANNOT_RUN_ON_THE_FAKE = ("ModuleLoadFailed",)  # PTX it cannot JIT, CUBINs it cannot load
 
 
-@pytest.mark.skipif(not nvrtc.available(), reason="NVRTC not installed (pip install nvidia-cuda-nvrtc)")
+@pytest.mark.skipif(not nvrtc.available(), reason="NVRTC not installed (pip install 'gompute[cuda13]')")
 def test_gpu_check_runs_every_scenario_and_saves_its_table(tmp_path):
     if not images.is_fake(open_compute(g.Backend.cuda)):
         pytest.skip("on a real GPU gpu_check.py is run by hand (benchmarks/README.md)")

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import gpu_tuning  # noqa: E402
 
 
-@pytest.mark.skipif(not nvrtc.available(), reason="NVRTC not installed (pip install nvidia-cuda-nvrtc)")
+@pytest.mark.skipif(not nvrtc.available(), reason="NVRTC not installed (pip install 'gompute[cuda13]')")
 def test_the_float4_entry_compiles_beside_g_maps_own():
     image = nvrtc.compile_cuda("scale_relu_v4", gpu_tuning.vector_source(), "compute_75")[0].decode()
     assert ".entry scale_relu__out_v4(" in image and ".entry scale_relu__out(" in image
