@@ -590,19 +590,7 @@ void Kernel::submit(Dim3 grid, Dim3 block, uint32_t shared_bytes, void* const* a
   if (arity_ >= 0 && size_t(arity_) != nargs)
     raise(ErrorKind::LaunchFailed, "kernel " + name_ + " takes " + std::to_string(arity_) + " arguments; the launch passed " +
                                        std::to_string(nargs));
-  try {
-    ctx.drv().launch(fn_, grid, block, shared_bytes, s, args, sizes, nargs, std::move(keep), wait);
-  } catch (const Error& e) {
-    // The function is the loaded module's own, so an invalid handle is the stream: one a
-    // caller named (stream=, an array's __cuda_array_interface__) that the driver does not know.
-    if (!s || (e.code() != "CUDA_ERROR_INVALID_HANDLE" && e.code() != "hipErrorInvalidHandle")) throw;
-    char handle[32];
-    std::snprintf(handle, sizeof handle, "%#llx", static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(s)));
-    throw Error(e.kind(),
-                std::string(e.what()) + ": the launch's stream " + handle + " is no stream of " + ctx.describe() +
-                    " (a stream= or an array's __cuda_array_interface__ 'stream' that names none, or a destroyed one)",
-                e.code());
-  }
+  ctx.drv().launch(fn_, grid, block, shared_bytes, s, args, sizes, nargs, std::move(keep), wait);
   stats().launches++;
   if (wait) ctx.drv().stream_synchronize(s);
 }

@@ -287,10 +287,21 @@ class Kernel {
               bool wait = false);
   // The same from raw argument bytes (`args[i]` points at `sizes[i]` bytes) on a raw
   // stream handle of this kernel's device, keeping no allocation alive: for callers whose
-  // arguments are addresses of memory they hold themselves.
+  // arguments are addresses of memory they hold themselves (g.map's fast path). The function
+  // is the module's own, so an invalid handle is the stream's: one the arrays named (a
+  // __cuda_array_interface__ 'stream') that the driver does not know, which the error names.
   void launch(Dim3 grid, Dim3 block, uint32_t shared_bytes, void* const* args, const size_t* sizes, size_t nargs,
               StreamHandle stream, bool wait = false) {
-    submit(grid, block, shared_bytes, args, sizes, nargs, stream, nullptr, wait);
+    try {
+      submit(grid, block, shared_bytes, args, sizes, nargs, stream, nullptr, wait);
+    } catch (const Error& e) {
+      if (!stream || (e.code() != "CUDA_ERROR_INVALID_HANDLE" && e.code() != "hipErrorInvalidHandle")) throw;
+      const std::string handle = std::to_string(reinterpret_cast<uintptr_t>(stream));
+      throw Error(e.kind(),
+                  std::string(e.what()) + ": the arrays' stream " + handle +
+                      " (a __cuda_array_interface__ 'stream', or a Buffer's) is no stream of " + context()->describe(),
+                  e.code());
+    }
   }
   // The context the kernel runs in (null once deinit()ed).
   const Context* context() const;

@@ -244,6 +244,5 @@ cuda.synchronize()
     )
     assert lines[1].startswith("LaunchFailed: cuLaunchKernel: ")
     assert lines[1].endswith(
-        ": the launch's stream 0xbc614e is no stream of cuda:0 (a stream= or an array's __cuda_array_interface__ "
-        "'stream' that names none, or a destroyed one)"
+        ": the arrays' stream 12345678 (a __cuda_array_interface__ 'stream', or a Buffer's) is no stream of cuda:0"
     )
