@@ -16,6 +16,7 @@
 #include <set>
 
 #include "driver.h"
+#include "elf_check.h"
 #include "gompute/host_abi.h"
 #include "host_pool.h"
 
@@ -127,37 +128,6 @@ void trap(const gompute_host_launch* launch, const char* message) {
   std::lock_guard<std::mutex> lock(state->fault->mu);
   if (state->fault->message.empty())
     state->fault->message = "kernel " + *state->kernel + " trapped: " + (message ? message : "(no message)");
-}
-
-// The exported function names of an ELF shared object (its .dynsym), skipping the
-// toolchain's own (_init, _fini, "__" and C++-mangled "_Z" ones; a kernel's name may begin with
-// one "_"). Every read is bounds-checked.
-std::vector<std::string> elf_function_names(const std::string& image) {
-  std::vector<std::string> names;
-  auto fits = [&](uint64_t off, uint64_t len) { return off <= image.size() && len <= image.size() - off; };
-  if (!fits(0, sizeof(Elf64_Ehdr))) return names;
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, image.data(), sizeof eh);
-  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
-      !fits(eh.e_shoff, uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr)))
-    return names;
-  std::vector<Elf64_Shdr> sections(eh.e_shnum);
-  std::memcpy(sections.data(), image.data() + eh.e_shoff, sections.size() * sizeof(Elf64_Shdr));
-  for (const auto& sh : sections) {
-    if (sh.sh_type != SHT_DYNSYM || sh.sh_link >= sections.size() || !fits(sh.sh_offset, sh.sh_size)) continue;
-    const Elf64_Shdr& strtab = sections[sh.sh_link];
-    if (!fits(strtab.sh_offset, strtab.sh_size)) continue;
-    for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= sh.sh_size; off += sizeof(Elf64_Sym)) {
-      Elf64_Sym sym;
-      std::memcpy(&sym, image.data() + sh.sh_offset + off, sizeof sym);
-      if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF || sym.st_name >= strtab.sh_size) continue;
-      const char* name = image.data() + strtab.sh_offset + sym.st_name;
-      std::string s(name, strnlen(name, strtab.sh_size - sym.st_name));
-      const bool toolchain = s == "_init" || s == "_fini" || s.rfind("__", 0) == 0 || s.rfind("_Z", 0) == 0;
-      if (!s.empty() && !toolchain) names.push_back(s);
-    }
-  }
-  return names;
 }
 
 std::string cpu_model_name() {
@@ -321,6 +291,8 @@ class HostDriver final : public Driver {
     if (nbytes < 4 || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0)
       fail(ErrorKind::ModuleLoadFailed, "HOST_NOT_ELF",
            "a host module image must be a shared object (ELF); this one starts with something else");
+    if (const std::string problem = elf_image_problem(bytes); !problem.empty())
+      fail(ErrorKind::ModuleLoadFailed, "HOST_BAD_ELF", "cannot load the host module: " + problem);
     void* handle = open_image(bytes);
     auto* module = new HostModule{handle, elf_function_names(bytes), {}, {}};
     return module;

@@ -3,6 +3,7 @@ a child interpreter to call g.map on them in, so a crash fails a test instead of
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -73,12 +74,17 @@ def outcome(call) -> str:
     return "ok"
 
 
-def in_child(body: str) -> list[str]:
+def in_child(body: str, env: dict[str, str] | None = None) -> list[str]:
     """The lines `body` prints, run in a new interpreter with this process's environment
-    (GOMPUTE_LIBCUDA included) and the repository importable. A child that dies of a signal
-    or exits nonzero fails the calling test, with its stderr."""
+    (GOMPUTE_LIBCUDA included) updated by `env`, and the repository importable. A child that
+    dies of a signal or exits nonzero fails the calling test, with its stderr."""
     result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(body)], cwd=REPO, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", textwrap.dedent(body)],
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, f"the child exited with {result.returncode}:\n{result.stderr[-4000:]}"
     return result.stdout.splitlines()
