@@ -174,10 +174,10 @@ class _Call:
         packed = self._pack_params()
         wanted = self._wanted_stream()
         inputs = [self._import(a, wanted) for a in self.arrays]
-        bound = self.bound or self.auto.bound(inputs[0].backend, inputs[0].device)
+        given = None if self.out is None else self._import_out(inputs, wanted)
+        bound = self.bound or self.auto.bound(*_call_device(inputs, given))
         self._check_devices(bound, inputs)
         shape = self._broadcast(inputs)
-        given = None if self.out is None else self._import_out(inputs, wanted)
         if given is not None:
             self._check_devices(bound, [given], [self.out])
         spec = k.variant(tuple(b.dtype for b in inputs), None if given is None else given.dtype)
@@ -436,6 +436,15 @@ def _call_example(kernel: MapKernel, fields) -> str:
 
 
 # ---- where results and streams come from ---------------------------------------------------
+
+
+def _call_device(inputs, out: _core.Buffer | None) -> tuple[Backend, int]:
+    """Where a g.map call runs: on its first input's device, or on out='s when that input is on
+    the host and out= on a GPU (the inputs are then what to move, as the error says)."""
+    first = inputs[0]
+    if out is not None and first.backend is Backend.host and out.backend is not Backend.host:
+        return out.backend, out.device
+    return first.backend, first.device
 
 
 def _framework_stream(array) -> int | None:

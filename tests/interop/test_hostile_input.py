@@ -8,11 +8,15 @@ present: the fake libcuda in `make test`'s second pass (GOMPUTE_LIBCUDA), or a G
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
 import gompute as g
+from gompute.kernel import AutoKernel
 from tests.conftest import open_compute
+from tests.fakes import images
 from tests.map.kernels import double
 
 from .hostile import CaiArray, HostInterface, in_child
@@ -245,4 +249,37 @@ cuda.synchronize()
     assert lines[1].startswith("LaunchFailed: cuLaunchKernel: ")
     assert lines[1].endswith(
         ": the arrays' stream 12345678 (a __cuda_array_interface__ 'stream', or a Buffer's) is no stream of cuda:0"
+    )
+
+
+# ---- arrays on different devices ---------------------------------------------------------------
+
+
+@pytest.fixture
+def cuda():
+    """A CUDA Compute whose g.map modules load (host images on the fake driver); skips without CUDA."""
+    compute = open_compute(g.Backend.cuda)
+    with images.host_images() if images.is_fake(compute) else contextlib.nullcontext():
+        yield compute
+    compute.deinit()
+
+
+def test_out_on_cuda_with_inputs_on_the_host_asks_to_move_the_inputs(cuda):
+    x = np.arange(4, dtype=np.float32)
+    k = AutoKernel(double)
+    k(x, out=np.empty_like(x))  # the C++ path takes host calls now, and declines this one
+    with pytest.raises(g.ArgumentError) as raised:
+        k(x, out=cuda.empty((4,), g.f32))
+    assert (
+        "double: the numpy.ndarray ((4,), float32) is on host:0, but the call runs on cuda:0; move it there first"
+        in (str(raised.value))
+    )
+
+
+def test_out_on_the_host_with_inputs_on_cuda_asks_to_move_out(cuda):
+    x = cuda.empty((4,), g.f32)
+    with pytest.raises(g.ArgumentError) as raised:
+        AutoKernel(double)(x, out=np.empty(4, np.float32))
+    assert "the numpy.ndarray ((4,), float32) is on host:0, but the call runs on cuda:0; move it there first" in (
+        str(raised.value)
     )
