@@ -16,7 +16,7 @@ import numpy as np
 from . import _core, abi, types
 from .backend import Backend
 from .dim3 import Dim3
-from .errors import ArgumentError, CompileError
+from .errors import AllocFailed, ArgumentError, CompileError
 from .interface import arg
 from .interop import asbuffer, describe, is_jax, library_of, stream_handle
 from .lang.kernel import MapKernel
@@ -470,7 +470,15 @@ class _Maker(NamedTuple):
     kwargs: dict | None = None
 
     def __call__(self, shape):
-        return self.fn(shape, *self.args, **(self.kwargs or {}))
+        try:
+            return self.fn(shape, *self.args, **(self.kwargs or {}))
+        except MemoryError as e:  # NumPy's and CuPy's word for it; gompute's is AllocFailed
+            dtype = self.args[0] if self.args else (self.kwargs or {}).get("dtype")
+            itemsize = getattr(dtype, "itemsize", None)
+            size = f", {int(np.prod(shape, dtype=object)) * itemsize} bytes" if isinstance(itemsize, int) else ""
+            raise AllocFailed(
+                f"the call's result ({dtype}, shape {tuple(shape)}{size}) cannot be allocated: {e}"
+            ) from None
 
 
 def _output_maker(array, bound: Kernel, dtype) -> tuple[_Maker, Callable]:

@@ -283,3 +283,19 @@ def test_out_on_the_host_with_inputs_on_cuda_asks_to_move_out(cuda):
     assert "the numpy.ndarray ((4,), float32) is on host:0, but the call runs on cuda:0; move it there first" in (
         str(raised.value)
     )
+
+
+# ---- results -----------------------------------------------------------------------------------
+
+
+def test_a_result_too_large_to_allocate_is_alloc_failed_on_both_paths():
+    # 2**58 bytes: past any machine's address space, so no allocator (overcommitting or not) gives it.
+    huge = np.broadcast_to(np.float32(1), (2**28, 2**28))
+    taught = AutoKernel(double)
+    taught(np.ones((2, 2), np.float32))  # the C++ path makes NumPy f32 results now, and lets this one fall through
+    for k in (taught, AutoKernel(double)):
+        with pytest.raises(g.AllocFailed) as raised:
+            k(huge)
+        assert str(raised.value).startswith(
+            f"the call's result (float32, shape (268435456, 268435456), {2**58} bytes) cannot be allocated: "
+        )
