@@ -10,6 +10,14 @@ lock per key, so several processes compiling the same kernel build it once and n
 an entry. An entry whose files do not match their checksums is removed and rebuilt. A root that
 cannot be written is still read, and new entries go to a private temporary folder, with one
 warning, removed when the process exits.
+
+A module found in the cache is loaded into this process, so the cache trusts a folder (the root,
+and each entry before its binary is read) only where no one but this user (or root) can change
+it: owned by one of them, written by no group or other, and not a symbolic link (judged by lstat,
+as what it is, not what it points to). A checksum beside a module defends nothing against someone
+who can write its folder. An untrusted root is never read: gompute warns once, naming the folder
+and the fix, and uses a private temporary folder. An untrusted entry is rebuilt, with a warning
+naming it.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 import uuid
 import warnings
@@ -33,7 +42,7 @@ ENV_VAR = "GOMPUTE_CACHE_DIR"
 
 
 class CacheWarning(UserWarning):
-    """The cache location cannot be used; gompute compiles into a temporary one instead."""
+    """A cache folder cannot be used or trusted: gompute compiles into a private one, or again."""
 
 
 def gompute_version() -> str:
@@ -71,32 +80,36 @@ class DiskCache:
 
     @property
     def root(self) -> Path:
-        if self._root is None:
+        """Where entries are built: the requested folder while it is trusted and writable, else a
+        private one of this process's own."""
+        if self._root is None or (self._root == self.requested and _distrust(self._root) is not None):
             self._root = self._usable_root()
         return self._root
 
     def _usable_root(self) -> Path:
-        try:
-            _make_private_dir(self.requested)
-            probe = self.requested / f".probe-{uuid.uuid4().hex}"
-            probe.write_bytes(b"")
-            probe.unlink()
-            return self.requested
-        except OSError as e:
-            fallback = Path(tempfile.mkdtemp(prefix="gompute-cache-"))
-            atexit.register(shutil.rmtree, fallback, ignore_errors=True)  # the process's own
-            warnings.warn(
-                f"gompute cannot write its kernel cache at {self.requested} ({e.strerror or e}); "
-                f"using {fallback} for this process. Set {ENV_VAR} to a writable folder.",
-                CacheWarning,
-                stacklevel=4,
+        unwritable = _unwritable(self.requested)
+        untrusted = _distrust(self.requested)
+        if untrusted is not None:
+            why, fix = untrusted
+            return _private_fallback(
+                f"gompute does not trust its kernel cache at {self.requested}: {why}, so another user could "
+                "plant a module there. It loads nothing from there",
+                fix,
             )
-            return fallback
+        if unwritable is not None:
+            return _private_fallback(
+                f"gompute cannot write its kernel cache at {self.requested} ({unwritable.strerror or unwritable})",
+                f"Set {ENV_VAR} to a writable folder.",
+            )
+        return self.requested
 
-    def entry_dir(self, name: str, key: dict) -> Path:
-        return self.root / _entry_name(name, key)
-
-    def get(self, name: str, key: dict, binary: str, build: Callable[[Path], None]) -> tuple[bytes, Path]:
+    def get(
+        self,
+        name: str,
+        key: dict,
+        binary: str,
+        build: Callable[[Path], None],
+    ) -> tuple[bytes, Path]:
         """The bytes of file `binary` of the entry for `key`, and the entry's folder.
 
         On a miss, `build(folder)` writes the entry's files (the binary among them) into a fresh
@@ -104,28 +117,30 @@ class DiskCache:
         written is still read: a read-only cache filled beforehand serves its entries.
         """
         published = self.requested / _entry_name(name, key)
-        data = _read_valid(published, binary)
-        if data is not None:
-            return data, published
-        entry = self.entry_dir(name, key)
-        data = _read_valid(entry, binary) if entry != published else None
+        if _distrust(self.requested) is None:  # an untrusted root is never read; `root` warns of it once
+            data = _read_trusted(published, binary, warn=True)
+            if data is not None:
+                return data, published
+        root = self.root
+        entry = root / published.name
+        data = _read_trusted(entry, binary, warn=True) if entry != published else None
         if data is not None:
             return data, entry
-        locks = self.root / ".locks"
+        locks = root / ".locks"
         try:
             locks.mkdir(exist_ok=True)
         except FileExistsError:
             raise CompileError(f"{locks} is a file, where the cache keeps its lock folder; remove it") from None
         with FileLock(str(locks / f"{entry.name}.lock")):
-            data = _read_valid(entry, binary)  # another process may have built it meanwhile
+            data = _read_trusted(entry, binary, warn=False)  # another process may have built it
             if data is not None:
                 return data, entry
-            if entry.exists():
-                _remove(entry)  # corrupt or unreadable: rebuild it
-            for stale in self.root.glob(f".tmp-{entry.name}-*"):  # a killed build's: this lock is ours
+            if os.path.lexists(entry):
+                _remove(entry)  # untrusted, corrupt or unreadable: rebuild it
+            for stale in root.glob(f".tmp-{entry.name}-*"):  # a killed build's: this lock is ours
                 shutil.rmtree(stale, ignore_errors=True)
-            tmp = self.root / f".tmp-{entry.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-            tmp.mkdir()
+            tmp = root / f".tmp-{entry.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            tmp.mkdir(mode=0o700)  # whatever the umask: a group-writable entry would not be trusted
             try:
                 try:
                     build(tmp)
@@ -171,6 +186,53 @@ def _readable(key: dict) -> dict:
     }
 
 
+def _distrust(path: Path) -> tuple[str, str] | None:
+    """Why someone besides this user and root could change `path`, and the fix; None where no one
+    can, or where it does not exist. A symbolic link is judged as itself: gompute does not follow
+    one into a folder it has not checked."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    private = f"set {ENV_VAR} to a folder only you can write"
+    if stat.S_ISLNK(st.st_mode):
+        return "it is a symbolic link", f"Point {ENV_VAR} at a folder itself, or {private}."
+    if st.st_uid not in (os.getuid(), 0):  # root can change anything the process runs anyway
+        return (
+            f"it belongs to uid {st.st_uid}, not to you (uid {os.getuid()})",
+            f"Run `chown {os.getuid()} {path}` if it is yours, or {private}.",
+        )
+    if st.st_mode & 0o022:
+        who = {0o020: "its group", 0o002: "every user", 0o022: "its group and every user"}[st.st_mode & 0o022]
+        return f"its mode {stat.S_IMODE(st.st_mode):o} lets {who} write it", f"Run `chmod go-w {path}`, or {private}."
+    return None
+
+
+def _private_fallback(why: str, fix: str) -> Path:
+    """A folder of this process's own, removed at exit, said once with `why` and `fix`."""
+    fallback = Path(tempfile.mkdtemp(prefix="gompute-cache-"))  # 0700
+    atexit.register(shutil.rmtree, fallback, ignore_errors=True)
+    warnings.warn(f"{why}; using {fallback} for this process. {fix}", CacheWarning, stacklevel=5)
+    return fallback
+
+
+def _read_trusted(entry: Path, binary: str, warn: bool) -> bytes | None:
+    """The binary of `entry` where the entry is trusted and whole; else None, and where `warn` and
+    the entry is untrusted, a warning naming it (the caller rebuilds it)."""
+    if not os.path.lexists(entry):
+        return None
+    untrusted = _distrust(entry)
+    if untrusted is None:
+        return _read_valid(entry, binary)
+    if warn:
+        warnings.warn(
+            f"gompute does not use the cached kernel at {entry}: {untrusted[0]}. It builds the kernel again.",
+            CacheWarning,
+            stacklevel=3,
+        )
+    return None
+
+
 def _read_valid(entry: Path, binary: str) -> bytes | None:
     """The binary of a complete entry whose files all match meta.json, else None."""
     try:
@@ -193,7 +255,22 @@ def _remove(entry: Path) -> None:
         os.replace(entry, trash)
     except OSError:
         return
-    shutil.rmtree(trash, ignore_errors=True)
+    if trash.is_symlink():  # rmtree refuses a link: the link goes, not what it points to
+        trash.unlink()
+    else:
+        shutil.rmtree(trash, ignore_errors=True)
+
+
+def _unwritable(folder: Path) -> OSError | None:
+    """Why `folder` cannot be written (None where it can); made private (0700) where it is missing."""
+    try:
+        _make_private_dir(folder)
+        probe = folder / f".probe-{uuid.uuid4().hex}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        return e
+    return None
 
 
 def _make_private_dir(path: Path) -> None:
