@@ -16,8 +16,8 @@ and each entry before its binary is read) only where no one but this user (or ro
 it: owned by one of them, written by no group or other, and not a symbolic link (judged by lstat,
 as what it is, not what it points to). A checksum beside a module defends nothing against someone
 who can write its folder. An untrusted root is never read: gompute warns once, naming the folder
-and the fix, and uses a private temporary folder. An untrusted entry is rebuilt, with a warning
-naming it.
+and the fix, and uses a private temporary folder. An untrusted, damaged or unloadable entry is
+rebuilt, with a warning naming it.
 """
 
 from __future__ import annotations
@@ -109,21 +109,24 @@ class DiskCache:
         key: dict,
         binary: str,
         build: Callable[[Path], None],
+        load_problem: Callable[[bytes], str | None] | None = None,
     ) -> tuple[bytes, Path]:
         """The bytes of file `binary` of the entry for `key`, and the entry's folder.
 
         On a miss, `build(folder)` writes the entry's files (the binary among them) into a fresh
         folder; the cache adds meta.json and publishes the folder. A location that cannot be
         written is still read: a read-only cache filled beforehand serves its entries.
+        `load_problem(binary)` says why a binary found in the cache does not load (None where it
+        does); such an entry is rebuilt, with a warning.
         """
         published = self.requested / _entry_name(name, key)
         if _distrust(self.requested) is None:  # an untrusted root is never read; `root` warns of it once
-            data = _read_trusted(published, binary, warn=True)
+            data = _read_trusted(published, binary, load_problem, warn=True)
             if data is not None:
                 return data, published
         root = self.root
         entry = root / published.name
-        data = _read_trusted(entry, binary, warn=True) if entry != published else None
+        data = _read_trusted(entry, binary, load_problem, warn=True) if entry != published else None
         if data is not None:
             return data, entry
         locks = root / ".locks"
@@ -132,11 +135,11 @@ class DiskCache:
         except FileExistsError:
             raise CompileError(f"{locks} is a file, where the cache keeps its lock folder; remove it") from None
         with FileLock(str(locks / f"{entry.name}.lock")):
-            data = _read_trusted(entry, binary, warn=False)  # another process may have built it
+            data = _read_trusted(entry, binary, load_problem, warn=False)  # another process may have built it
             if data is not None:
                 return data, entry
             if os.path.lexists(entry):
-                _remove(entry)  # untrusted, corrupt or unreadable: rebuild it
+                _remove(entry)  # untrusted, corrupt or unloadable: rebuild it
             for stale in root.glob(f".tmp-{entry.name}-*"):  # a killed build's: this lock is ours
                 shutil.rmtree(stale, ignore_errors=True)
             tmp = root / f".tmp-{entry.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -216,17 +219,27 @@ def _private_fallback(why: str, fix: str) -> Path:
     return fallback
 
 
-def _read_trusted(entry: Path, binary: str, warn: bool) -> bytes | None:
-    """The binary of `entry` where the entry is trusted and whole; else None, and where `warn` and
-    the entry is untrusted, a warning naming it (the caller rebuilds it)."""
+def _read_trusted(
+    entry: Path, binary: str, load_problem: Callable[[bytes], str | None] | None, warn: bool
+) -> bytes | None:
+    """The binary of `entry` where the entry is trusted, whole and loads; else None, and
+    where `warn` and the entry exists, a warning naming it (the caller rebuilds it)."""
     if not os.path.lexists(entry):
         return None
     untrusted = _distrust(entry)
-    if untrusted is None:
-        return _read_valid(entry, binary)
+    data = _read_valid(entry, binary) if untrusted is None else None
+    problem = load_problem(data) if data is not None and load_problem is not None else None
+    if data is not None and problem is None:
+        return data
     if warn:
+        if untrusted is not None:
+            why = untrusted[0]
+        elif problem is not None:
+            why = f"its {binary} does not load ({problem})"
+        else:
+            why = "its files are missing or do not match the checksums in its meta.json"
         warnings.warn(
-            f"gompute does not use the cached kernel at {entry}: {untrusted[0]}. It builds the kernel again.",
+            f"gompute does not use the cached kernel at {entry}: {why}. It builds the kernel again.",
             CacheWarning,
             stacklevel=3,
         )

@@ -177,4 +177,19 @@ def compile_shared_object(name: str, source: str, cache: DiskCache | None = None
         src.write_text(source)
         compiler.compile(src, folder / "host.so")
 
-    return (cache or default_cache()).get(name, key, "host.so", build)
+    return (cache or default_cache()).get(name, key, "host.so", build, load_problem=_load_problem)
+
+
+def _load_problem(image: bytes) -> str | None:
+    """Why the host cannot load a shared object found in the cache (None where it loads), so that
+    one that does not load is rebuilt. The runtime keeps what it loaded: the kernel's own load of
+    these bytes finds the module loaded."""
+    from ..errors import ModuleLoadFailed
+    from ..runtime import host
+
+    try:
+        with host.Compute.init() as compute:
+            compute.load_module(image)
+    except ModuleLoadFailed as e:
+        return str(e)
+    return None

@@ -1,5 +1,6 @@
 """What the kernel cache trusts: a folder only this user (or root) can change. A module found in
-the cache is loaded into the process, so a cache another user can write is never read."""
+the cache is loaded into the process, so a cache another user can write is never read, and a
+cached module that is damaged or does not load is rebuilt, with a warning naming its folder."""
 
 from __future__ import annotations
 
@@ -186,6 +187,34 @@ def test_a_cache_of_roots_that_no_one_else_can_write_serves_other_users(tmp_path
         warnings.simplefilter("error")
         data, entry = DiskCache(root).get("k", KEY, "out.bin", build)
     assert data == HONEST and entry == filled and build.calls == 0
+
+
+def test_a_damaged_entry_is_rebuilt_with_one_warning_naming_it(tmp_path):
+    c = DiskCache(tmp_path / "cache")
+    _, entry = c.get("k", KEY, "out.bin", Builder())
+    (entry / "out.bin").write_bytes(PLANTED)  # its checksum in meta.json no longer matches
+    build = Builder()
+    with pytest.warns(CacheWarning) as record:
+        data, again = c.get("k", KEY, "out.bin", build)
+    assert [str(w.message) for w in record] == [
+        f"gompute does not use the cached kernel at {entry}: its files are missing or do not match the "
+        "checksums in its meta.json. It builds the kernel again."
+    ]
+    assert data == HONEST and again == entry and build.calls == 1
+
+
+def test_a_cached_host_module_that_does_not_load_is_rebuilt_with_a_warning_naming_it(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "cache"))
+    x = np.arange(4, dtype=np.float64)
+    g.map(g.map_kernel(_triple))(x)
+    (entry,) = [meta.parent for meta in (tmp_path / "cache").glob("*/meta.json")]
+    _plant(entry, b"not a shared object")
+    with pytest.warns(CacheWarning) as record:
+        result = g.map(g.map_kernel(_triple))(x)  # a new kernel object: it looks in the cache again
+    assert result.tolist() == [0.0, 3.0, 6.0, 9.0]
+    (message,) = [str(w.message) for w in record]
+    assert message.startswith(f"gompute does not use the cached kernel at {entry}: its host.so does not load (")
+    assert (entry / "host.so").read_bytes().startswith(b"\x7fELF")
 
 
 def test_a_module_planted_in_a_cache_others_can_write_is_never_loaded(tmp_path, monkeypatch, build_host):
