@@ -73,7 +73,8 @@ def test_corrupt_entry_is_rebuilt(tmp_path, damage):
         (entry / "meta.json").unlink()
     else:
         (entry / "meta.json").write_text("{not json")
-    data, again = c.get("k", {"source": "a"}, "out.bin", build)
+    with pytest.warns(CacheWarning, match=str(entry.name)):  # the damaged entry is named
+        data, again = c.get("k", {"source": "a"}, "out.bin", build)
     assert data == build.payload and again == entry and build.calls == 2
     assert c.get("k", {"source": "a"}, "out.bin", build)[0] == build.payload and build.calls == 2
 
@@ -164,7 +165,8 @@ def test_a_meta_json_nested_past_the_recursion_limit_is_rebuilt(tmp_path):
     c = DiskCache(tmp_path)
     _, entry = c.get("k", {"source": "a"}, "out.bin", build)
     (entry / "meta.json").write_text("[" * 200_000)
-    assert c.get("k", {"source": "a"}, "out.bin", build)[0] == build.payload and build.calls == 2
+    with pytest.warns(CacheWarning, match=str(entry.name)):
+        assert c.get("k", {"source": "a"}, "out.bin", build)[0] == build.payload and build.calls == 2
 
 
 _WORKER = textwrap.dedent("""
