@@ -93,16 +93,24 @@ std::string header_problem(const Elf64_Ehdr& eh) {
   return "";
 }
 
+// Section 0's header, where ELF keeps a count too large for the ELF header's field (extended
+// numbering); false when the image holds none.
+bool section_zero(const std::string& image, const Elf64_Ehdr& eh, Elf64_Shdr* zero) {
+  if (eh.e_shoff == 0 || !inside(eh.e_shoff, 1, sizeof(Elf64_Shdr), image.size())) return false;
+  *zero = read_at<Elf64_Shdr>(image, eh.e_shoff);
+  return true;
+}
+
 // The section header table and every section with bytes in the file lie inside the image.
-// A count too large for the header's field is kept in section 0 (ELF's extended numbering).
 std::string sections_problem(const std::string& image, const Elf64_Ehdr& eh) {
   const uint64_t total = image.size();
   if (eh.e_shoff == 0) return "";  // no section headers: the loader needs none
   uint64_t count = eh.e_shnum;
+  Elf64_Shdr zero;
   if (count == 0) {
-    if (auto problem = outside("its section 0 header", eh.e_shoff, 1, sizeof(Elf64_Shdr), total); !problem.empty())
-      return problem;
-    count = read_at<Elf64_Shdr>(image, eh.e_shoff).sh_size;
+    if (!section_zero(image, eh, &zero))
+      return "its section count is kept in a section 0 header the image does not hold";
+    count = zero.sh_size;
   }
   if (auto problem = outside("its section header table", eh.e_shoff, count, sizeof(Elf64_Shdr), total);
       !problem.empty())
@@ -121,10 +129,11 @@ std::string sections_problem(const std::string& image, const Elf64_Ehdr& eh) {
 std::string segments_problem(const std::string& image, const Elf64_Ehdr& eh) {
   const uint64_t total = image.size();
   uint64_t count = eh.e_phnum;
-  if (count == PN_XNUM) {  // the count is in section 0's sh_info
-    if (eh.e_shoff == 0 || !inside(eh.e_shoff, 1, sizeof(Elf64_Shdr), total))
+  Elf64_Shdr zero;
+  if (count == PN_XNUM) {
+    if (!section_zero(image, eh, &zero))
       return "its program header count is kept in a section 0 header the image does not hold";
-    count = read_at<Elf64_Shdr>(image, eh.e_shoff).sh_info;
+    count = zero.sh_info;
   }
   if (auto problem = outside("its program header table", eh.e_phoff, count, sizeof(Elf64_Phdr), total);
       !problem.empty())
