@@ -21,16 +21,27 @@ from tests.map.kernels import double
 
 from .hostile import CaiArray, HostInterface, in_child
 
-# The child's start: g.map of `double`, and on CUDA a Compute whose modules the fake can load.
-HOST_PRELUDE = """
+# The child's start: x and y, f32 arrays of 4 elements, and `taught`, a g.map of `double` whose
+# C++ path takes calls like taught(x, out=y) once it has made one. On CUDA, x and y are device
+# Buffers, `out` a CUDA-interface array over y, and the fake's modules load.
+IMPORTS = """
 import numpy as np
 import gompute as g
 from gompute.kernel import AutoKernel
 from tests.interop.hostile import CaiArray, FreshDlpack, HostInterface, cai_of, outcome
 from tests.map.kernels import double
 """
+HOST_PRELUDE = (
+    IMPORTS
+    + """
+x = np.arange(4, dtype=np.float32)
+y = np.empty_like(x)
+taught = AutoKernel(double)
+taught(x, out=y)
+"""
+)
 CUDA_PRELUDE = (
-    HOST_PRELUDE
+    IMPORTS
     + """
 import contextlib
 from tests.fakes import images
@@ -40,6 +51,9 @@ loading.__enter__()  # for the child's life
 x = cuda.empty((4,), g.f32)
 x.upload(np.arange(4, dtype=np.float32))
 y = cuda.empty((4,), g.f32)
+taught = AutoKernel(double)
+out = CaiArray(cai_of(y))
+taught(CaiArray(cai_of(x)), out=out)
 """
 )
 
@@ -57,11 +71,7 @@ def test_dlpack_null_data_with_elements_is_refused_on_both_paths():
     lines = in_child(
         HOST_PRELUDE
         + """
-x = np.arange(4, dtype=np.float32)
-y = np.empty_like(x)
-taught = AutoKernel(double)
-taught(x, out=y)  # the C++ path now takes f32 -> f32 calls: it must decline the NULL one
-print(outcome(lambda: taught(FreshDlpack(x, data=None), out=y)))
+print(outcome(lambda: taught(FreshDlpack(x, data=None), out=y)))  # the C++ path must decline it
 print(outcome(lambda: AutoKernel(double)(FreshDlpack(x, data=None))))  # the general path alone
 print(outcome(lambda: g.asbuffer(FreshDlpack(x, data=None, byte_offset=16))))  # NULL + offset is no address
 """
@@ -90,9 +100,6 @@ def test_cuda_array_interface_null_data_with_elements_is_refused_on_both_paths(c
     lines = in_child(
         CUDA_PRELUDE
         + """
-taught = AutoKernel(double)
-out = CaiArray(cai_of(y))
-taught(CaiArray(cai_of(x)), out=out)  # teaches the C++ path
 print(outcome(lambda: taught(CaiArray(cai_of(x, data=(0, False))), out=out)))
 print(outcome(lambda: AutoKernel(double)(CaiArray(cai_of(x, data=(0, False))), out=out)))
 empty = cuda.empty((0,), g.f32)
@@ -113,10 +120,7 @@ def test_dlpack_ndim_out_of_range_is_refused_on_both_paths(ndim):
     lines = in_child(
         HOST_PRELUDE
         + f"""
-x = np.arange(4, dtype=np.float32)
-taught = AutoKernel(double)
-taught(x, out=np.empty_like(x))
-print(outcome(lambda: taught(FreshDlpack(x, ndim={ndim}), out=np.empty_like(x))))
+print(outcome(lambda: taught(FreshDlpack(x, ndim={ndim}), out=y)))
 print(outcome(lambda: g.asbuffer(FreshDlpack(x, ndim={ndim}))))
 """
     )
@@ -130,10 +134,7 @@ def test_dlpack_shape_pointer_null_is_refused_on_both_paths():
     lines = in_child(
         HOST_PRELUDE
         + """
-x = np.arange(4, dtype=np.float32)
-taught = AutoKernel(double)
-taught(x, out=np.empty_like(x))
-print(outcome(lambda: taught(FreshDlpack(x, shape=None), out=np.empty_like(x))))
+print(outcome(lambda: taught(FreshDlpack(x, shape=None), out=y)))
 print(outcome(lambda: g.asbuffer(FreshDlpack(x, shape=None))))
 """
     )
@@ -210,9 +211,6 @@ def test_cuda_array_interface_version_99_is_refused_on_the_fast_path_too(cuda_pr
     lines = in_child(
         CUDA_PRELUDE
         + """
-taught = AutoKernel(double)
-out = CaiArray(cai_of(y))
-taught(CaiArray(cai_of(x)), out=out)  # teaches the C++ path
 print(outcome(lambda: taught(CaiArray(cai_of(x, version=99)), out=out)))
 cuda.synchronize()
 """
@@ -246,8 +244,6 @@ def test_cuda_array_interface_stream_the_driver_does_not_know_is_named_on_both_p
         CUDA_PRELUDE
         + """
 print(outcome(lambda: AutoKernel(double)(CaiArray(cai_of(x, stream=12345678)), out=CaiArray(cai_of(y)))))
-taught = AutoKernel(double)
-taught(CaiArray(cai_of(x)), out=CaiArray(cai_of(y)))  # teaches the C++ path, which reads the stream as given
 print(outcome(lambda: taught(CaiArray(cai_of(x, stream=12345678)), out=CaiArray(cai_of(y, stream=12345678)))))
 cuda.synchronize()
 """
