@@ -1,5 +1,5 @@
 // The host driver table: the CPU playing a GPU. Buffers are 64-byte-aligned host
-// memory, modules are shared objects following gompute/include/gompute/host_abi.h,
+// memory, modules are shared objects following gompute/include/gompute/host_launch.h,
 // a launch runs its grid on the worker pool, and streams are ordered task queues.
 #include <dlfcn.h>
 #include <elf.h>
@@ -17,7 +17,7 @@
 
 #include "driver.h"
 #include "elf_check.h"
-#include "gompute/host_abi.h"
+#include "gompute/host_launch.h"
 #include "host_pool.h"
 
 namespace gompute {
@@ -153,7 +153,7 @@ class HostDriver final : public Driver {
 
   BackendKind kind() const override { return BackendKind::host; }
   void ensure_loaded() override {}
-  int driver_version() override { return GOMPUTE_HOST_ABI_VERSION; }
+  int driver_version() override { return GOMPUTE_HOST_LAUNCH_VERSION; }
   int device_count() override { return 1; }
 
   DeviceInfo device_info(int) override {
@@ -401,7 +401,7 @@ class HostDriver final : public Driver {
       if (state.aborted.load(std::memory_order_relaxed)) return;
       std::vector<unsigned char> shared(shared_bytes);
       gompute_host_launch launch{};
-      launch.abi_version = GOMPUTE_HOST_ABI_VERSION;
+      launch.launch_version = GOMPUTE_HOST_LAUNCH_VERSION;
       launch.arg_count = static_cast<uint32_t>(nargs);
       launch.args = args;
       launch.grid_dim = {grid.x, grid.y, grid.z};

@@ -59,7 +59,7 @@ DONE:
 """
 
 SCALE_RELU_HOST = r"""
-#include <gompute/host_abi.h>
+#include <gompute/host_launch.h>
 #include <string.h>
 
 struct Params { float scale; };

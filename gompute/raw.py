@@ -57,7 +57,7 @@ def _device_arch(compute) -> str | None:
 
 class RawKernel(_RawHandle):
     """A user's own CUDA or HIP C++ kernel (its own ABI), compiled by NVRTC/hiprtc through the disk
-    cache; on the host backend, C++ written to include/gompute/host_abi.h.
+    cache; on the host backend, C++ written to include/gompute/host_launch.h.
 
     >>> k = g.RawKernel(source, "my_kernel", backend=g.Backend.cuda)
     """

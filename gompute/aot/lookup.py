@@ -36,7 +36,7 @@ def _toolchain_digest() -> str:
     from ..compile.host import INCLUDE_DIR
 
     texts = [gompute_version(), *(prelude(backend) for backend in BACKENDS)]
-    texts.append((INCLUDE_DIR / "gompute" / "host_abi.h").read_text())
+    texts.append((INCLUDE_DIR / "gompute" / "host_launch.h").read_text())
     return hashlib.sha256("\n".join(texts).encode()).hexdigest()
 
 

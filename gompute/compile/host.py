@@ -155,8 +155,8 @@ def find_compiler() -> HostCompiler:
     return _find(tuple(_candidates()), os.environ.get("PATH", ""))
 
 
-def _abi_hash() -> str:
-    return hashlib.sha256((INCLUDE_DIR / "gompute" / "host_abi.h").read_bytes()).hexdigest()[:16]
+def _launch_header_hash() -> str:
+    return hashlib.sha256((INCLUDE_DIR / "gompute" / "host_launch.h").read_bytes()).hexdigest()[:16]
 
 
 def compile_shared_object(name: str, source: str, cache: DiskCache | None = None) -> tuple[bytes, Path]:
@@ -169,7 +169,7 @@ def compile_shared_object(name: str, source: str, cache: DiskCache | None = None
         "compiler": compiler.identity,
         "options": list(compiler.flags),
         "target": compiler.target_cpu,
-        "abi": _abi_hash(),
+        "launch": _launch_header_hash(),
     }
 
     def build(folder: Path) -> None:

@@ -12,7 +12,7 @@ import gompute as g
 from gompute.compile import DiskCache, host
 from gompute.errors import CompileError
 
-SOURCE = '#include "gompute/host_abi.h"\nGOMPUTE_HOST_KERNEL(noop) { (void)launch; }\n'
+SOURCE = '#include "gompute/host_launch.h"\nGOMPUTE_HOST_KERNEL(noop) { (void)launch; }\n'
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@
 // as under unified addressing (cuPointerGetAttribute tells a pointer's device and
 // context, interior pointers too); every stream runs its work at enqueue, so events record
 // the time of their enqueue. A module image is a host-ABI shared object
-// (gompute/host_abi.h) standing in for a CUBIN: its kernels are the names in its
+// (gompute/host_launch.h) standing in for a CUBIN: its kernels are the names in its
 // exported, NULL-terminated `const char* fake_cuda_kernels[]` (the CUBIN's function
 // table), `NAME_gompute_arity` gives a kernel's parameter count, and a launch runs the
 // whole grid in one call of the entry. A trap is CUDA_ERROR_LAUNCH_FAILED, sticky for
@@ -56,7 +56,7 @@
 #include <string>
 #include <vector>
 
-#include <gompute/host_abi.h>
+#include <gompute/host_launch.h>
 
 #define FAKE_API extern "C" __attribute__((visibility("default")))
 
@@ -644,7 +644,7 @@ FAKE_API CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsig
   std::vector<unsigned char> shared(shared_bytes);
   LaunchFault fault{&fn.name};
   gompute_host_launch launch{};
-  launch.abi_version = GOMPUTE_HOST_ABI_VERSION;
+  launch.launch_version = GOMPUTE_HOST_LAUNCH_VERSION;
   launch.arg_count = fn.arity > 0 ? uint32_t(fn.arity) : 0;
   launch.args = params;
   launch.grid_dim = {gx, gy, gz};

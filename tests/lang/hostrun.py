@@ -2,7 +2,7 @@
 
 Through the public runtime (`g.runtime.host`) when gompute's C++ core is built; before that,
 by calling the shared object's entry point with ctypes, exactly as the host ABI says
-(include/gompute/host_abi.h). Both paths take the same arguments and give the same results.
+(include/gompute/host_launch.h). Both paths take the same arguments and give the same results.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ _TRAP = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
 
 class _Launch(ctypes.Structure):
     _fields_ = [
-        ("abi_version", ctypes.c_uint32),
+        ("launch_version", ctypes.c_uint32),
         ("arg_count", ctypes.c_uint32),
         ("args", ctypes.POINTER(ctypes.c_void_p)),
         ("grid_dim", _Dim3),

@@ -1,6 +1,6 @@
-// Hand-written host kernels for the runtime tests, on the ABI of gompute/host_abi.h.
+// Hand-written host kernels for the runtime tests, on the ABI of gompute/host_launch.h.
 // Built once per test session into one shared object (tests/runtime/conftest.py).
-#include <gompute/host_abi.h>
+#include <gompute/host_launch.h>
 
 #include <chrono>
 #include <cmath>

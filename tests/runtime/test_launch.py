@@ -220,7 +220,7 @@ def test_only_the_modules_own_kernels_are_kernels(host, host_image, symbol):
         module.get_kernel(symbol)
 
 
-THROWER = """#include <gompute/host_abi.h>
+THROWER = """#include <gompute/host_launch.h>
 #include <stdexcept>
 GOMPUTE_HOST_KERNEL(thrower) { throw std::runtime_error("out of luck"); }
 """

@@ -81,7 +81,7 @@ def test_with_deinits_a_module(compute, kernels, host_image):
 
 def test_two_different_images_are_two_modules(compute, kernels, build_host):
     image = build_host(
-        "#include <gompute/host_abi.h>\nGOMPUTE_HOST_ARITY(only_one, 0);\nGOMPUTE_HOST_KERNEL(only_one) {}\n"
+        "#include <gompute/host_launch.h>\nGOMPUTE_HOST_ARITY(only_one, 0);\nGOMPUTE_HOST_KERNEL(only_one) {}\n"
     ).read_bytes()
     before = g.runtime.stats()["modules_loaded"]
     other = compute.load_module(image)

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "gompute/host_abi.h"
+#include "gompute/host_launch.h"
 
 // glibc's vector math library (libmvec, complete since 2.35) has SIMD versions of these;
 // declaring them lets loops that call them vectorize, at up to 4 ulp where scalar libm is

@@ -1,4 +1,4 @@
-/* The host backend's kernel ABI.
+/* How the host backend calls a kernel: its launch convention.
  *
  * A host module is a shared object. Each kernel in it is one exported C function
  *
@@ -20,12 +20,12 @@
  * Both the generated code and hand-written host modules include this header, so it
  * is plain C and depends on nothing.
  */
-#ifndef GOMPUTE_HOST_ABI_H
-#define GOMPUTE_HOST_ABI_H
+#ifndef GOMPUTE_HOST_LAUNCH_H
+#define GOMPUTE_HOST_LAUNCH_H
 
 #include <stdint.h>
 
-#define GOMPUTE_HOST_ABI_VERSION 1
+#define GOMPUTE_HOST_LAUNCH_VERSION 1
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,7 +38,7 @@ typedef struct gompute_dim3 {
 typedef struct gompute_host_launch gompute_host_launch;
 
 struct gompute_host_launch {
-  uint32_t abi_version;          /* GOMPUTE_HOST_ABI_VERSION */
+  uint32_t launch_version;          /* GOMPUTE_HOST_LAUNCH_VERSION */
   uint32_t arg_count;            /* entries in args */
   void* const* args;             /* args[i] points at argument i's storage */
   gompute_dim3 grid_dim;
@@ -82,4 +82,4 @@ static inline gompute_dim3 gompute_block_index(const gompute_host_launch* launch
     return;                           \
   } while (0)
 
-#endif /* GOMPUTE_HOST_ABI_H */
+#endif /* GOMPUTE_HOST_LAUNCH_H */
