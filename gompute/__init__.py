@@ -4,7 +4,7 @@ The layers, bottom up: `g.runtime` (devices, buffers, streams, modules, launches
 CUDA, HIP and the host CPU), `g.abi` and `g.interface` (kernel arguments), the scalar
 types (`g.f32`, ...), and the error hierarchy under `g.GomputeError`; the kernel language
 (`g.lang`: `@g.map_kernel`, the builtins) and its compilers (`gompute.compile`); `g.map`,
-`g.Kernel` and the array interop that launch kernels on other libraries' arrays; and
+`g.BoundKernel` and the array interop that launch kernels on other libraries' arrays; and
 ahead-of-time images (`gompute.aot`: `g.emit_kernels`, and the lookup `g.raw_kernel_by_name`
 and compiled kernels use).
 """
@@ -15,7 +15,7 @@ from .abi import Params
 from .backend import Backend
 from .dim3 import Dim3
 from .interop import asbuffer, from_dlpack
-from .kernel import AutoKernel, Kernel, map, run  # noqa: A004 - g.map is the library's verb
+from .kernel import AutoKernel, BoundKernel, map, run  # noqa: A004 - g.map is the library's verb
 from .errors import (
     AllocFailed,
     ArgumentError,

@@ -1,9 +1,9 @@
-"""`g.map`, `g.run` and `g.Kernel`: map kernels called straight on arrays.
+"""`g.map`, `g.run` and `g.BoundKernel`: map kernels called straight on arrays.
 
 `g.map(k)` is the AutoKernel policy: each call reads where its arrays live (NumPy and
 other CPU arrays run on the host backend, CUDA arrays on that CUDA device, ROCm arrays on
 HIP), launches on the stream the data is ordered on, and returns the kind of array it was
-given. `g.Kernel(k, backend, ordinal)` is the same call bound to one device.
+given. `g.BoundKernel(k, backend, ordinal)` is the same call bound to one device.
 """
 
 from __future__ import annotations
@@ -25,16 +25,16 @@ from .runtime.dynamic import _check_backend
 from .types import u64
 
 
-class Kernel:
-    """A map kernel bound to one device: `g.Kernel(scale_relu, g.Backend.cuda, 0)(x, scale=2)`."""
+class BoundKernel:
+    """A map kernel bound to one device: `g.BoundKernel(scale_relu, g.Backend.cuda, 0)(x, scale=2)`."""
 
     def __init__(self, kernel: MapKernel, backend: Backend, ordinal: int = 0):
         if not isinstance(kernel, MapKernel):
-            raise ArgumentError(f"g.Kernel needs a @g.map_kernel function, got {kernel!r}")
+            raise ArgumentError(f"g.BoundKernel needs a @g.map_kernel function, got {kernel!r}")
         backend = _check_backend(backend)  # a Backend or its name ("host")
         if backend is Backend.cpu:
             raise ArgumentError(
-                "g.Kernel runs on a device, and Backend.cpu is the arm with none; use Backend.host for the CPU"
+                "g.BoundKernel runs on a device, and Backend.cpu is the arm with none; use Backend.host for the CPU"
             )
         self.kernel = kernel
         self.compute = _compute.Compute._open(backend, ordinal)
@@ -60,7 +60,7 @@ class Kernel:
         return found
 
     def __repr__(self) -> str:
-        return f"<Kernel {self.kernel.name} on {self.backend}:{self.compute.ordinal}>"
+        return f"<BoundKernel {self.kernel.name} on {self.backend}:{self.compute.ordinal}>"
 
 
 def _target_arch(compute) -> str | None:
@@ -100,13 +100,13 @@ class AutoKernel(_core.FastMap):
             raise ArgumentError(f"g.map needs a @g.map_kernel function, got {kernel!r}")
         super().__init__(*_fast_map_args(kernel))
         self.kernel = kernel
-        self._bound: dict[tuple[Backend, int], Kernel] = {}
+        self._bound: dict[tuple[Backend, int], BoundKernel] = {}
         self._learned: set[tuple] = set()
 
-    def bound(self, backend: Backend, ordinal: int) -> Kernel:
+    def bound(self, backend: Backend, ordinal: int) -> BoundKernel:
         found = self._bound.get((backend, ordinal))
         if found is None or not found.compute._live().alive:  # none yet, or its runtime was shut down
-            found = self._bound[(backend, ordinal)] = Kernel(self.kernel, backend, ordinal)
+            found = self._bound[(backend, ordinal)] = BoundKernel(self.kernel, backend, ordinal)
             self._learned = {key for key in self._learned if key[-2:] != (backend, ordinal)}
         return found
 
@@ -154,7 +154,7 @@ def run(kernel: MapKernel, array, *, stream=None, **params):
 class _Call:
     """One call: read the arrays, choose device, stream, output and entry point, launch."""
 
-    def __init__(self, bound: Kernel | None, arrays, out, stream, params, auto: AutoKernel | None = None):
+    def __init__(self, bound: BoundKernel | None, arrays, out, stream, params, auto: AutoKernel | None = None):
         self.bound, self.auto, self.arrays, self.out, self.stream, self.params = (
             bound,
             auto,
@@ -234,7 +234,7 @@ class _Call:
                 return buffer
         return self._import(self.out, wanted)
 
-    def _check_devices(self, bound: Kernel, buffers, arrays=None) -> None:
+    def _check_devices(self, bound: BoundKernel, buffers, arrays=None) -> None:
         where = (bound.backend, bound.compute.ordinal)
         for array, buffer in zip(self.arrays if arrays is None else arrays, buffers):
             if (buffer.backend, buffer.device) != where:
@@ -263,7 +263,7 @@ class _Call:
 
     # -- output -------------------------------------------------------------------------
 
-    def _output(self, bound: Kernel, inputs, shape, out_type, out: _core.Buffer | None):
+    def _output(self, bound: BoundKernel, inputs, shape, out_type, out: _core.Buffer | None):
         """(what the call returns, its Buffer)."""
         if out is not None:
             if out.readonly:
@@ -300,7 +300,7 @@ class _Call:
 
     # -- launch -------------------------------------------------------------------------
 
-    def _launch_stream(self, bound: Kernel, buffers, wanted: int | None) -> _core.Stream | None:
+    def _launch_stream(self, bound: BoundKernel, buffers, wanted: int | None) -> _core.Stream | None:
         """The stream to launch on, ordered after every stream the arrays' data is on."""
         if bound.backend is Backend.host:
             given = self._host_stream()
@@ -345,7 +345,7 @@ class _Call:
             )
         return None
 
-    def _launch(self, bound: Kernel, inputs, out, packed, stream) -> None:
+    def _launch(self, bound: BoundKernel, inputs, out, packed, stream) -> None:
         block = self.kernel.block_size
         kind, blocks, strides = _core.plan_launch(inputs, out, block)
         core = bound.launcher(tuple(b.dtype for b in inputs), out.dtype, kind)
@@ -481,7 +481,7 @@ class _Maker(NamedTuple):
             ) from None
 
 
-def _output_maker(array, bound: Kernel, dtype) -> tuple[_Maker, Callable]:
+def _output_maker(array, bound: BoundKernel, dtype) -> tuple[_Maker, Callable]:
     """How a call with no `out=` makes its result: `(make, finish)`, where `make(shape)` is a
     new array of `array`'s own library (NumPy, PyTorch, CuPy, ...) on the call's device and
     `finish` turns it into what the call returns.

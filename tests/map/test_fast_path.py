@@ -184,7 +184,7 @@ k(x, out=x, scale=1)
 before = g.runtime.host.Compute.init().empty((4,), g.f32)
 k(before, scale=1)
 k(before, scale=1)  # the C++ path makes Buffer results with this runtime's Compute now
-bound = g.Kernel(scale_relu, g.Backend.host)
+bound = g.BoundKernel(scale_relu, g.Backend.host)
 g.runtime.shutdown()
 calls, general = [], k._general
 k._general = lambda *a, **kw: (calls.append(1), general(*a, **kw))[1]
@@ -207,7 +207,7 @@ print("new buffers", made)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "after [6.0, 6.0, 6.0, 6.0] general calls 1" in done.stdout  # then the fast path again
-    assert "InvalidHandle: " in done.stdout and "shut down" in done.stdout  # g.Kernel is a handle
+    assert "InvalidHandle: " in done.stdout and "shut down" in done.stdout  # g.BoundKernel is a handle
     assert "new buffers [[3.0, 3.0, 3.0, 3.0], [3.0, 3.0, 3.0, 3.0], [3.0, 3.0, 3.0, 3.0]]" in done.stdout
 
 

@@ -1,4 +1,4 @@
-"""g.map, g.run and g.Kernel on NumPy arrays, torch CPU tensors and gompute Buffers (host backend)."""
+"""g.map, g.run and g.BoundKernel on NumPy arrays, torch CPU tensors and gompute Buffers (host backend)."""
 
 from __future__ import annotations
 
@@ -203,7 +203,7 @@ def test_a_second_call_compiles_nothing():
 
 
 def test_bound_kernel_on_host():
-    k = g.Kernel(scale_relu, g.Backend.host, 0)
+    k = g.BoundKernel(scale_relu, g.Backend.host, 0)
     x = rng.standard_normal(77).astype(np.float32)
     np.testing.assert_array_equal(k(x, scale=2), expected_scale_relu(x, 2))
 
@@ -487,11 +487,11 @@ def test_cuda_targets_a_cubin_or_the_newest_ptx_nvrtc_knows(monkeypatch):
 def test_g_kernel_takes_a_backend_or_its_name_and_refuses_others():
     """None raised AttributeError and Backend.cpu KeyError."""
     x = np.arange(4, dtype=np.float32)
-    np.testing.assert_array_equal(g.Kernel(scale_relu, "host")(x, scale=2.0), expected_scale_relu(x, 2.0))
+    np.testing.assert_array_equal(g.BoundKernel(scale_relu, "host")(x, scale=2.0), expected_scale_relu(x, 2.0))
     with pytest.raises(g.ArgumentError, match="unknown backend None"):
-        g.Kernel(scale_relu, None)
+        g.BoundKernel(scale_relu, None)
     with pytest.raises(g.ArgumentError, match="use Backend.host for the CPU"):
-        g.Kernel(scale_relu, g.Backend.cpu)
+        g.BoundKernel(scale_relu, g.Backend.cpu)
 
 
 class _SelfParams(g.Params):
@@ -506,7 +506,7 @@ def _scaled_by_self(x: g.f32, p: _SelfParams) -> g.f32:
 def test_a_params_field_named_self_is_a_keyword_like_any_other():
     """g.map(k)(x, self=2) was a raw TypeError: 'got multiple values for argument self'."""
     x = np.arange(4, dtype=np.float32)
-    for call in (g.map(_scaled_by_self), g.Kernel(_scaled_by_self, g.Backend.host)):
+    for call in (g.map(_scaled_by_self), g.BoundKernel(_scaled_by_self, g.Backend.host)):
         for _ in range(2):
             np.testing.assert_array_equal(call(x, self=2.0), x * 2)
 
