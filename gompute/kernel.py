@@ -175,11 +175,12 @@ class _Call:
         wanted = self._wanted_stream()
         inputs = [self._import(a, wanted) for a in self.arrays]
         given = None if self.out is None else self._import_out(inputs, wanted)
-        bound = self.bound or self.auto.bound(*_call_device(inputs, given))
-        self._check_devices(bound, inputs)
-        shape = self._broadcast(inputs)
+        where = (self.bound.backend, self.bound.compute.ordinal) if self.bound else _call_device(inputs, given)
+        self._check_devices(where, inputs)  # before binding, which may need a compiler for that device
         if given is not None:
-            self._check_devices(bound, [given], [self.out])
+            self._check_devices(where, [given], [self.out])
+        bound = self.bound or self.auto.bound(*where)
+        shape = self._broadcast(inputs)
         spec = k.variant(tuple(b.dtype for b in inputs), None if given is None else given.dtype)
         result, out = self._output(bound, inputs, shape, spec.out_type, given)
         launch_stream = self._launch_stream(bound, [*inputs, out], wanted)
@@ -234,8 +235,7 @@ class _Call:
                 return buffer
         return self._import(self.out, wanted)
 
-    def _check_devices(self, bound: BoundKernel, buffers, arrays=None) -> None:
-        where = (bound.backend, bound.compute.ordinal)
+    def _check_devices(self, where: tuple[Backend, int], buffers, arrays=None) -> None:
         for array, buffer in zip(self.arrays if arrays is None else arrays, buffers):
             if (buffer.backend, buffer.device) != where:
                 raise ArgumentError(
