@@ -105,16 +105,10 @@ def _abs(t: Type, a: list[str]) -> str:
     return a[0]
 
 
-def _fold(helper: str) -> Callable[[Type, list[str]], str]:
-    """min/max of any number of arguments, NaN-propagating like np.minimum."""
-
-    def spell(t: Type, a: list[str]) -> str:
-        code = a[0]
-        for arg in a[1:]:
-            code = f"{helper}({code}, {arg})"
-        return code
-
-    return spell
+def _pair(helper: str) -> Callable[[Type, list[str]], str]:
+    """min/max of two arguments, NaN-propagating like np.minimum; the frontend makes min(a, b, c)
+    a chain of pairs, so that the IR is as deep as the C++ it spells."""
+    return lambda t, a: f"{helper}({a[0]}, {a[1]})"
 
 
 def _clamp(t: Type, a: list[str]) -> str:
@@ -148,8 +142,8 @@ def _entry(name, lo, hi, rule, spell, exact=False, doc=""):
 
 _TABLE = [
     _entry("abs", 1, 1, SAME, _abs, True, "absolute value; abs of the most negative integer wraps, as in NumPy"),
-    _entry("min", 2, None, SAME, _fold("gompute_min"), True, "smallest argument; NaN if any is NaN (np.minimum)"),
-    _entry("max", 2, None, SAME, _fold("gompute_max"), True, "largest argument; NaN if any is NaN (np.maximum)"),
+    _entry("min", 2, None, SAME, _pair("gompute_min"), True, "smallest argument; NaN if any is NaN (np.minimum)"),
+    _entry("max", 2, None, SAME, _pair("gompute_max"), True, "largest argument; NaN if any is NaN (np.maximum)"),
     _entry("clamp", 3, 3, SAME, _clamp, True, "clamp(x, lo, hi) = min(max(x, lo), hi) (np.clip)"),
     _entry("where", 3, 3, WHERE, None, True, "where(cond, a, b): a if cond else b, both evaluated"),
     _entry("sqrt", 1, 1, FLOAT, _libm("sqrt"), doc="square root"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import builtins as _py
 import operator
+from types import GeneratorType
 
 import numpy as np
 
@@ -103,6 +104,26 @@ class ExprLowering:
     """Mixin of the frontend's translator: `self.src`, `self.args`, `self.var_types`, ... are its."""
 
     def expr(self, node: ast.AST) -> ir.Expr:
+        """`node` as typed IR. Lowered with an explicit stack, not by recursion: Python's parser
+        nests an expression far deeper than its recursion limit (`x + x + ... + x`, 900 terms, is
+        900 levels of BinOp). A `_expr_*` method that needs its operands is a generator: it
+        yields each operand's AST node and is sent back the operand's IR."""
+        pending: list[GeneratorType] = []
+        value = self._lower(node)
+        while True:
+            if isinstance(value, GeneratorType):
+                pending.append(value)
+                value = None
+            elif not pending:
+                return value
+            try:
+                value = self._lower(pending[-1].send(value))
+            except StopIteration as done:
+                pending.pop()
+                value = done.value
+
+    def _lower(self, node: ast.AST):
+        """The IR of a leaf, or the generator lowering an inner node (see `expr`)."""
         method = getattr(self, f"_expr_{type(node).__name__}", None)
         if method is None:
             raise self.src.error(node, f"{refused(node)} is not supported in the kernel language")
@@ -206,11 +227,13 @@ class ExprLowering:
 
     # -- operators ----------------------------------------------------------------------------
 
-    def _expr_BinOp(self, node: ast.BinOp) -> ir.Expr:
+    def _expr_BinOp(self, node: ast.BinOp):
         op = BINOPS.get(type(node.op))
         if op is None:
             raise self.src.error(node, f"{refused(node.op)} is not supported in the kernel language")
-        return self.binary(op, self.expr(node.left), self.expr(node.right), node)
+        left = yield node.left
+        right = yield node.right
+        return self.binary(op, left, right, node)
 
     def binary(self, op: str, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
         folded = self._fold(op, left, right, node)
@@ -242,8 +265,8 @@ class ExprLowering:
             raise self.src.error(node, f"{ast.unparse(node)} is {value!r}, not a real number")
         return ir.Const(value, weak)
 
-    def _expr_UnaryOp(self, node: ast.UnaryOp) -> ir.Expr:
-        e = self.expr(node.operand)
+    def _expr_UnaryOp(self, node: ast.UnaryOp):
+        e = yield node.operand
         if isinstance(node.op, ast.Not):
             return ir.Unary("not", self.truth(e), T.bool_)
         if isinstance(node.op, ast.UAdd):
@@ -258,14 +281,14 @@ class ExprLowering:
             raise self.src.error(node, f"~ needs an integer or a bool, not {describe(e.type)}")
         return ir.Unary("not" if is_bool(e.type) else "invert", e, e.type)
 
-    def _expr_Compare(self, node: ast.Compare) -> ir.Expr:
+    def _expr_Compare(self, node: ast.Compare):
         result = None
-        left = self.expr(node.left)
+        left = yield node.left
         for op_node, right_node in zip(node.ops, node.comparators):
             op = _CMPOPS.get(type(op_node))
             if op is None:
                 raise self.src.error(node, f"{refused(op_node)} is not supported in the kernel language")
-            right = self.expr(right_node)
+            right = yield right_node
             this = self.compare(op, left, right, node)
             result = this if result is None else ir.Logical("and", result, this, T.bool_)
             left = right
@@ -284,12 +307,11 @@ class ExprLowering:
                 t = promote(concrete(side.type), t)
         return ir.Compare(op, self.convert(left, t, node), self.convert(right, t, node), T.bool_)
 
-    def _expr_BoolOp(self, node: ast.BoolOp) -> ir.Expr:
+    def _expr_BoolOp(self, node: ast.BoolOp):
         op = "and" if isinstance(node.op, ast.And) else "or"
-        values = [self.expr(v) for v in node.values]
-        result = values[0]
-        for value in values[1:]:
-            result = self.logical(op, result, value, node)
+        result = yield node.values[0]
+        for value in node.values[1:]:
+            result = self.logical(op, result, (yield value), node)
         return result
 
     def logical(self, op: str, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
@@ -300,8 +322,11 @@ class ExprLowering:
         a, b = self.convert(left, t, node), self.convert(right, t, node)
         return ir.Select(self.truth(left), a, b, t) if op == "or" else ir.Select(self.truth(left), b, a, t)
 
-    def _expr_IfExp(self, node: ast.IfExp) -> ir.Expr:
-        return self.select(self.expr(node.test), self.expr(node.body), self.expr(node.orelse), node)
+    def _expr_IfExp(self, node: ast.IfExp):
+        cond = yield node.test
+        then = yield node.body
+        orelse = yield node.orelse
+        return self.select(cond, then, orelse, node)
 
     def select(self, cond: ir.Expr, a: ir.Expr, b: ir.Expr, node: ast.AST) -> ir.Expr:
         t = promote(a.type, b.type)
@@ -309,14 +334,16 @@ class ExprLowering:
 
     # -- calls --------------------------------------------------------------------------------
 
-    def _expr_Call(self, node: ast.Call) -> ir.Expr:
+    def _expr_Call(self, node: ast.Call):
         if node.keywords:
             raise self.src.error(node, "keyword arguments are not supported in kernel calls")
         if isinstance(node.func, ast.Name) and (node.func.id in self.args or node.func.id in self.assigned):
             raise self.src.error(node, f"{node.func.id!r} is a variable, not a function")
         fn = self.resolve(node.func)
         fn = _alias(fn)
-        args = [self.expr(a) for a in node.args]
+        args = []
+        for a in node.args:
+            args.append((yield a))
         if isinstance(fn, ScalarType) or (isinstance(fn, type) and fn in _CASTS):
             return self._cast_call(_CASTS.get(fn, fn), args, node)
         if isinstance(fn, type) and issubclass(fn, np.generic) and np.dtype(fn).kind in "biuf":
@@ -355,7 +382,13 @@ class ExprLowering:
             result = WEAK_FLOAT if concrete(result).is_float else result  # math.sqrt(2) is a Python float
         if b.rule == PREDICATE and isinstance(compute, Weak):
             result = WEAK_BOOL
-        return ir.Call(b, [self.convert(a, compute, node) for a in args], result)
+        converted = [self.convert(a, compute, node) for a in args]
+        if b.max_args is None:  # min and max of n arguments: a chain of pairs, as the C++ nests them
+            value = converted[0]
+            for arg in converted[1:]:
+                value = ir.Call(b, [value, arg], result)
+            return value
+        return ir.Call(b, converted, result)
 
 
 def _alias(fn):

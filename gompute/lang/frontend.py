@@ -14,6 +14,7 @@ from .. import types as T
 from ..abi import Params
 from ..types import ScalarType
 from . import ir
+from .depth import bound_depth
 from .exprs import BINOPS, ExprLowering, Unresolved, refused
 from .source import Source
 from .typing_rules import WEAK_INT, Type, Weak, concrete, describe, promote
@@ -134,6 +135,7 @@ class Translator(ExprLowering):
             raise self.src.error(self.src.tree, "the function can reach its end without returning a value")
         params = [ir.Param(n, t, self.params_class if t is None else None) for n, t in self.args.items()]
         local_types = {**{n: concrete(t) for n, t in self.var_types.items()}, **self.declared}
+        body = bound_depth(body, local_types)
         return ir.Function(
             self.src.name,
             self.c_name,
@@ -317,7 +319,7 @@ class Translator(ExprLowering):
 
     def call_func(self, gfunc, args: list[ir.Expr], node: ast.AST) -> ir.Expr:
         function = self.specialize_call(gfunc, [a.type for a in args], lambda msg: self.src.error(node, msg))
-        if function not in self.callees:
+        if not any(function is f for f in self.callees):  # `in` would compare whole IR trees
             self.callees.append(function)
         converted = [self.convert(a, p.type, node) for a, p in zip(args, function.params)]
         return ir.FuncCall(function, converted, function.return_type)

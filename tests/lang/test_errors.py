@@ -8,12 +8,17 @@ point at carries the comment `# refused`.
 # ruff: noqa: F841, F821, E731, PLR0124 - these functions are never run, only refused
 from __future__ import annotations
 
+import importlib.util
 import inspect
+import textwrap
 
+import numpy as np
 import pytest
 
+import gompute
 import gompute.lang as g
 from gompute.errors import CompileError
+from gompute.lang.module import KERNELS_MARKER
 
 LIMIT = [1, 2]
 
@@ -272,3 +277,70 @@ def test_recursion_in_a_func_is_refused():
 def test_calling_a_builtin_outside_a_kernel_says_where_it_belongs():
     with pytest.raises(CompileError, match="inside a @g.map_kernel"):
         g.sqrt(2.0)
+
+
+def _import_file(tmp_path, name: str, text: str):
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(text))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# What Python compiles, gompute compiles: expressions nested far deeper than Python's recursion
+# limit, in every position (eager operands, the arms of a conditional, a loop's condition), and
+# chains that repeat a part (`a or b` tests a, then gives it). Compared with Python evaluating the
+# same text on NumPy scalars, element by element.
+DEEP = {
+    "sum_900": ("x: g.f32", " + ".join(["x"] * 900)),
+    "wrapping_sum_900": ("x: g.i32", " + ".join(["x * 3"] * 900)),
+    "nested_conditionals": ("x: g.f32", "".join(f"x + {i} if x > {i} else (" for i in range(150)) + "x" + ")" * 150),
+    "or_chain": ("x: g.f32, y: g.f32", " or ".join(["x - 1", "y"] * 25)),
+    "chained_compare": ("x: g.f32", " < ".join(["(x + 1)"] * 300)),
+    "max_of_40": ("x: g.f32", f"g.max({', '.join(f'x - {i}' for i in range(40))})"),
+    "and_of_ors": ("x: g.f32", " and ".join(f"(x + {i} > 0 or x - {i} < 0)" for i in range(300))),
+}
+
+
+def _deep_module(tmp_path):
+    lines = ["import gompute as g", ""]
+    for name, (args, expr) in DEEP.items():
+        lines += [f"def {name}({args}):", f"    return {expr}", ""]
+    lines += [
+        "def deep_while(x: g.f32) -> g.f32:",
+        "    i = 0",
+        f"    while {' + '.join(['x'] * 300)} > i and i < 7:",
+        "        i += 1",
+        "    return x + i",
+    ]
+    return _import_file(tmp_path, "deep_kernels", "\n".join(lines) + "\n")
+
+
+def _bracket_depth(text: str) -> int:
+    depth = deepest = 0
+    for ch in text:
+        depth += (ch in "([{") - (ch in ")]}")
+        deepest = max(deepest, depth)
+    return deepest
+
+
+@pytest.mark.parametrize("name", [*DEEP, "deep_while"])
+def test_a_deep_expression_compiles_and_computes_what_python_does(tmp_path, name):
+    module = _deep_module(tmp_path)
+    python = getattr(module, name)
+    kernel = g.map_kernel(python)
+    source = kernel.source("host")
+    generated = source[source.index(KERNELS_MARKER) :]
+    assert _bracket_depth(generated) < 256  # clang's default limit (-fbracket-depth)
+    assert len(generated) < 1_000_000  # a repeated part is computed once, not copied per use
+    floats = np.array([0.5, -1.5, 2.0, 3.0, 0.0, -0.0, 150.5, 1.0, np.inf, np.nan], np.float32)
+    ints = np.array([0, 1, -1, 7, 2**31 - 1, -(2**31), 123456, -99], np.int32)
+    inputs = [ints] if kernel.annotations == (g.i32,) else [floats, floats[::-1]][: kernel.arity]
+    got = gompute.map(kernel)(*inputs)
+    if name == "max_of_40":  # g.max is a kernel builtin only; x - 0 is the largest of the x - i
+        want = inputs[0]
+    else:
+        with np.errstate(all="ignore"):
+            want = [python(*(a[i] for a in inputs)) for i in range(len(inputs[0]))]
+    np.testing.assert_array_equal(got, np.array(want, dtype=got.dtype))
