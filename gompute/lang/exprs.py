@@ -96,6 +96,10 @@ class Unresolved(Exception):
         self.name, self.node = name, node
 
 
+# What to say after "... is not supported in the kernel language" where the way out is not obvious.
+_INSTEAD = {ast.Lambda: "; define a module-level @g.func and call it"}
+
+
 def refused(node: ast.AST) -> str:
     return REFUSED.get(type(node), type(node).__name__)
 
@@ -126,7 +130,9 @@ class ExprLowering:
         """The IR of a leaf, or the generator lowering an inner node (see `expr`)."""
         method = getattr(self, f"_expr_{type(node).__name__}", None)
         if method is None:
-            raise self.src.error(node, f"{refused(node)} is not supported in the kernel language")
+            raise self.src.error(
+                node, f"{refused(node)} is not supported in the kernel language{_INSTEAD.get(type(node), '')}"
+            )
         return method(node)
 
     # -- leaves -------------------------------------------------------------------------------
@@ -196,7 +202,9 @@ class ExprLowering:
             if not hasattr(base, node.attr):
                 raise self.src.error(node, f"{ast.unparse(node.value)} has no attribute {node.attr!r}")
             return getattr(base, node.attr)
-        raise self.src.error(node, f"{refused(node)} cannot be called in the kernel language")
+        raise self.src.error(
+            node, f"{refused(node)} cannot be called in the kernel language{_INSTEAD.get(type(node), '')}"
+        )
 
     # -- conversions --------------------------------------------------------------------------
 
@@ -335,10 +343,20 @@ class ExprLowering:
     # -- calls --------------------------------------------------------------------------------
 
     def _expr_Call(self, node: ast.Call):
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                raise self.src.error(
+                    a, f"unpacking arguments (*{ast.unparse(a.value)}) is not supported in kernel calls"
+                )
+        for k in node.keywords:
+            if k.arg is None:
+                raise self.src.error(node, f"unpacking keyword arguments (**{ast.unparse(k.value)}) is not supported")
         if node.keywords:
             raise self.src.error(node, "keyword arguments are not supported in kernel calls")
         if isinstance(node.func, ast.Name) and (node.func.id in self.args or node.func.id in self.assigned):
             raise self.src.error(node, f"{node.func.id!r} is a variable, not a function")
+        if self._calls_itself(node.func):
+            raise self.src.error(node, f"{self.src.name!r} calls itself; kernels and @g.func functions cannot recurse")
         fn = self.resolve(node.func)
         fn = _alias(fn)
         args = []
@@ -355,11 +373,27 @@ class ExprLowering:
             return self.builtin(fn, args, node)
         if hasattr(fn, "__gompute_func__"):
             return self.call_func(fn, args, node)
+        if _is_map_kernel(fn):
+            raise self.src.error(
+                node,
+                f"{ast.unparse(node.func)} is a map kernel, which only g.map runs; "
+                "make the code both share a @g.func and call that",
+            )
         raise self.src.error(
             node,
             f"calling {ast.unparse(node.func)} is not supported in the kernel language "
             "(only builtins, casts and @g.func functions)",
         )
+
+    def _calls_itself(self, func: ast.AST) -> bool:
+        """Whether `func` names the function being translated: its own name, unbound while a
+        decorator translates it, or bound to it or to the kernel or @g.func made of it."""
+        if not isinstance(func, ast.Name) or func.id != self.src.name:
+            return False
+        if func.id not in self.namespace:
+            return True
+        target = self.namespace[func.id]
+        return target is self.src.function or getattr(target, "fn", None) is self.src.function
 
     def _cast_call(self, t: Type, args: list[ir.Expr], node: ast.AST) -> ir.Expr:
         self._check_arity(node, ast.unparse(node.func), args, 1, 1)
@@ -389,6 +423,12 @@ class ExprLowering:
                 value = ir.Call(b, [value, arg], result)
             return value
         return ir.Call(b, converted, result)
+
+
+def _is_map_kernel(fn) -> bool:
+    from .kernel import MapKernel  # kernel.py builds on this module
+
+    return isinstance(fn, MapKernel)
 
 
 def _alias(fn):

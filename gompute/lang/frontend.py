@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins as _py
+import inspect
 
 from .. import types as T
 from ..abi import Params
@@ -20,23 +21,28 @@ from .source import Source
 from .typing_rules import WEAK_INT, Type, Weak, concrete, describe, promote
 
 _MAX_PASSES = 16
+_NOT_SUPPORTED = "is not supported in the kernel language"
+# What the language says of each statement it refuses.
 _REFUSED_STMTS = {
-    ast.Try: "try",
-    ast.With: "with",
-    ast.Raise: "raise",
-    ast.Assert: "assert",
-    ast.Import: "import",
-    ast.ImportFrom: "import",
-    ast.Global: "global",
-    ast.Nonlocal: "nonlocal",
-    ast.Delete: "del",
-    ast.FunctionDef: "a nested def",
-    ast.ClassDef: "a class definition",
-    ast.AsyncFunctionDef: "async def",
-    ast.AsyncFor: "async for",
-    ast.AsyncWith: "async with",
-    ast.Match: "match",
+    ast.Try: f"try/except {_NOT_SUPPORTED}: nothing in a kernel raises an exception",
+    ast.With: f"with {_NOT_SUPPORTED}: a kernel has no context managers",
+    ast.Raise: f"raise {_NOT_SUPPORTED}: a kernel cannot raise exceptions",
+    ast.Assert: f"assert {_NOT_SUPPORTED}: a kernel cannot raise exceptions",
+    ast.Import: f"import {_NOT_SUPPORTED}; import at module level, where the kernel sees the module's names",
+    ast.ImportFrom: f"import {_NOT_SUPPORTED}; import at module level, where the kernel sees the module's names",
+    ast.Global: f"a global declaration {_NOT_SUPPORTED}: a kernel cannot assign module variables "
+    "(it reads module-level numbers as constants)",
+    ast.Nonlocal: f"a nonlocal declaration {_NOT_SUPPORTED}: a kernel cannot assign a closure's variables",
+    ast.Delete: f"del {_NOT_SUPPORTED}",
+    ast.FunctionDef: f"a nested def {_NOT_SUPPORTED}; define the function at module level with @g.func",
+    ast.ClassDef: f"a class definition {_NOT_SUPPORTED}",
+    ast.AsyncFunctionDef: f"a nested async def {_NOT_SUPPORTED}; kernels are not coroutines",
+    ast.AsyncFor: f"async for {_NOT_SUPPORTED}; kernels are not coroutines",
+    ast.AsyncWith: f"async with {_NOT_SUPPORTED}; kernels are not coroutines",
+    ast.Match: f"match {_NOT_SUPPORTED}; use if/elif",
 }
+if hasattr(ast, "TryStar"):  # Python 3.11+
+    _REFUSED_STMTS[ast.TryStar] = f"try/except* {_NOT_SUPPORTED}: nothing in a kernel raises an exception"
 
 
 def namespace_of(function) -> dict:
@@ -162,8 +168,7 @@ class Translator(ExprLowering):
     def stmt(self, node: ast.stmt) -> list[ir.Stmt]:
         method = getattr(self, f"_stmt_{type(node).__name__}", None)
         if method is None:
-            what = _REFUSED_STMTS.get(type(node), type(node).__name__)
-            raise self.src.error(node, f"{what} is not supported in the kernel language")
+            raise self.src.error(node, _REFUSED_STMTS.get(type(node), f"{type(node).__name__} {_NOT_SUPPORTED}"))
         return method(node)
 
     def _stmt_Pass(self, node):
@@ -172,6 +177,8 @@ class Translator(ExprLowering):
     def _stmt_Expr(self, node: ast.Expr):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return []  # a docstring
+        if not isinstance(node.value, ast.Constant):
+            self.expr(node.value)  # a construct the language refuses (a lambda, print(x)) says so first
         raise self.src.error(node, "an expression statement has no effect in a kernel (assign or return it)")
 
     def _stmt_Assign(self, node: ast.Assign):
@@ -359,6 +366,7 @@ def _walk_loop(body):
 
 def check_signature(src: Source):
     """(array parameters with their annotation or None, the params parameter name and class)."""
+    _refuse_generator(src)
     arrays, params_name, params_class = [], None, None
     for name, annotation, node in signature_of(src):
         if is_params_class(annotation):
@@ -376,6 +384,23 @@ def check_signature(src: Source):
                 f"g.Params subclass, not {annotation!r}",
             )
     return arrays, params_name, params_class
+
+
+def _refuse_generator(src: Source) -> None:
+    """A `yield` makes the function a generator, which is no function of one element to one."""
+    if not getattr(src.function, "__code__", None) or not src.function.__code__.co_flags & inspect.CO_GENERATOR:
+        return
+    yields, pending = [], list(src.tree.body)
+    while pending:  # the function's own yields, not those of a nested def or lambda
+        node = pending.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            yields.append(node)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(node))
+    first = min(yields, key=lambda n: (n.lineno, n.col_offset), default=src.tree)
+    raise src.error(
+        first, f"yield makes {src.name!r} a generator, and generators are not supported in the kernel language"
+    )
 
 
 def translate(src: Source, arg_types: list[Type], c_name: str, specialize_call) -> ir.Function:

@@ -65,10 +65,12 @@ def backend_name(backend) -> str:
 
 
 # One thread translates @g.func specializations at a time (re-entered by the calls a function
-# makes), so that `_busy` means recursion: two threads specializing the same function at once
-# would each take the other's mark for it. One lock per function could deadlock on mutually
+# makes), so that `_CALL_CHAIN`, the functions being translated, each calling the next, is that
+# thread's alone and a function found in it means recursion: with two threads at it, each would
+# take the other's entries for its own. One lock per function could deadlock on mutually
 # recursive ones.
 _TRANSLATING = threading.RLock()
+_CALL_CHAIN: list[Func] = []
 
 
 class Func:
@@ -87,7 +89,6 @@ class Func:
         except CompileError as e:
             self._src = e
         self._specs: dict[tuple[Type, ...], ir.Function] = {}
-        self._busy: set[tuple[Type, ...]] = set()  # the specializations being translated
 
     def __call__(self, *args):
         return self.fn(*args)
@@ -103,8 +104,12 @@ class Func:
             return spec if spec is not None else self._translate(key, error)
 
     def _translate(self, key: tuple[Type, ...], error) -> ir.Function:
-        if key in self._busy:
-            raise error(f"{self.fn.__name__} calls itself; recursion is not supported in kernels")
+        if self in _CALL_CHAIN:  # for any argument types: f(x: f32) calling f(f64) recurses too
+            through = ", ".join(repr(f.fn.__name__) for f in _CALL_CHAIN[_CALL_CHAIN.index(self) + 1 :])
+            raise error(
+                f"{self.fn.__name__!r} calls itself{' through ' + through if through else ''}; "
+                "kernels and @g.func functions cannot recurse"
+            )
         if isinstance(self._src, CompileError):
             raise self._src
         arrays, _, params_class = check_signature(self._src)
@@ -113,11 +118,11 @@ class Func:
         if len(arrays) != len(key):
             raise error(f"{self.fn.__name__} takes {len(arrays)} arguments, got {len(key)}")
         types = [ann if ann is not None else t for (_, ann), t in zip(arrays, key)]
-        self._busy.add(key)
+        _CALL_CHAIN.append(self)
         try:
             spec = translate(self._src, types, f"gompute_fn_{self.fn.__name__}", _specialize_call)
         finally:
-            self._busy.discard(key)
+            _CALL_CHAIN.pop()
         self._specs[key] = spec
         return spec
 

@@ -23,6 +23,11 @@ class Source:
 
     @classmethod
     def of(cls, function) -> Source:
+        name = getattr(function, "__qualname__", function)
+        if getattr(function, "__name__", None) == "<lambda>":
+            raise CompileError("a lambda cannot be a kernel or @g.func; write it as a def in a .py file")
+        if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
+            raise CompileError(f"{name} is an async def; kernels and @g.func functions are plain def functions")
         try:
             lines, first_line = inspect.getsourcelines(function)
         except (OSError, TypeError) as e:

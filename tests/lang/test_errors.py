@@ -202,6 +202,71 @@ def generic_bad(a):
     return a % "x"  # refused
 
 
+def calls_itself(x: g.f32) -> g.f32:
+    return calls_itself(x - 1)  # refused
+
+
+def generator(x: g.f32) -> g.f32:
+    yield x  # refused
+    return x
+
+
+def generator_value(x: g.f32) -> g.f32:
+    y = yield x  # refused
+    return y
+
+
+def global_declaration(x: g.f32) -> g.f32:
+    global LIMIT  # refused
+    return x
+
+
+def _closure():
+    count = 0
+
+    def nonlocal_declaration(x: g.f32) -> g.f32:
+        nonlocal count  # refused
+        return x
+
+    return nonlocal_declaration
+
+
+nonlocal_declaration = _closure()
+
+
+def star_argument(x: g.f32) -> g.f32:
+    return g.max(*LIMIT)  # refused
+
+
+def double_star_argument(x: g.f32) -> g.f32:
+    return g.clamp(**LIMIT)  # refused
+
+
+def calls_a_lambda(x: g.f32) -> g.f32:
+    return (lambda v: v)(x)  # refused
+
+
+def unused_call(x: g.f32) -> g.f32:
+    print(x)  # refused
+    return x
+
+
+def calls_a_variable(x: g.f32) -> g.f32:
+    x(1)  # refused
+    return x
+
+
+def _double(x: g.f32) -> g.f32:
+    return x * 2
+
+
+double = g.map_kernel(_double)
+
+
+def calls_a_map_kernel(x: g.f32) -> g.f32:
+    return double(x)  # refused
+
+
 def attribute_of_a_local(x: g.f32) -> g.f32:
     y = x
     return y.real  # refused
@@ -211,14 +276,14 @@ CASES = [
     (subscript, "subscripting"),
     (list_literal, "a list"),
     (comprehension, "a list comprehension"),
-    (lambda_expr, "a lambda"),
+    (lambda_expr, "a lambda is not supported in the kernel language; define a module-level @g.func"),
     (string_constant, "'text' is not a number"),
     (walrus, "walrus"),
     (is_operator, "'is'"),
-    (try_statement, "try"),
-    (with_statement, "with"),
+    (try_statement, "try/except is not supported in the kernel language: nothing in a kernel raises"),
+    (with_statement, "with is not supported in the kernel language: a kernel has no context managers"),
     (raise_statement, "raise"),
-    (nested_def, "a nested def"),
+    (nested_def, "a nested def is not supported in the kernel language; define the function at module level"),
     (for_over_list, "range(...)"),
     (while_else, "while ... else"),
     (keyword_argument, "keyword arguments"),
@@ -243,6 +308,17 @@ CASES = [
     (bad_annotation, "annotate it"),
     (expression_statement, "no effect"),
     (generic_bad, "not a number"),
+    (calls_itself, "'calls_itself' calls itself; kernels and @g.func functions cannot recurse"),
+    (generator, "yield makes 'generator' a generator, and generators are not supported"),
+    (generator_value, "generators are not supported"),
+    (global_declaration, "a global declaration is not supported in the kernel language: a kernel cannot assign"),
+    (nonlocal_declaration, "a nonlocal declaration is not supported"),
+    (star_argument, "unpacking arguments (*LIMIT) is not supported"),
+    (double_star_argument, "unpacking keyword arguments (**LIMIT) is not supported"),
+    (calls_a_lambda, "a lambda cannot be called in the kernel language; define a module-level @g.func"),
+    (unused_call, "calling print is not supported"),
+    (calls_a_variable, "'x' is a variable, not a function"),
+    (calls_a_map_kernel, "double is a map kernel, which only g.map runs"),
     (attribute_of_a_local, "y.real: y is a scalar of the kernel, which has no attributes"),  # was "not defined"
 ]
 
@@ -269,14 +345,29 @@ def test_refused_construct_points_at_the_line(fn, fragment):
 
 
 def test_recursion_in_a_func_is_refused():
-    with pytest.raises(CompileError, match="recursion is not supported") as info:
+    with pytest.raises(CompileError, match="'recursive' calls itself; kernels and @g.func functions cannot") as info:
         g.map_kernel(calls_recursive)
     assert info.value.lineno == _refused_line(recursive.fn)
 
 
-def test_calling_a_builtin_outside_a_kernel_says_where_it_belongs():
-    with pytest.raises(CompileError, match="inside a @g.map_kernel"):
-        g.sqrt(2.0)
+@g.func
+def ping(v):
+    return pong(v)
+
+
+@g.func
+def pong(v):
+    return ping(g.f64(v))  # refused: another signature of ping is recursion too
+
+
+def calls_ping(x: g.f32) -> g.f32:
+    return ping(x)
+
+
+def test_mutual_recursion_names_the_functions_between():
+    with pytest.raises(CompileError, match="'ping' calls itself through 'pong'; kernels and @g.func") as info:
+        g.map_kernel(calls_ping)
+    assert info.value.lineno == _refused_line(pong.fn)
 
 
 def _import_file(tmp_path, name: str, text: str):
@@ -286,6 +377,39 @@ def _import_file(tmp_path, name: str, text: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_a_decorated_kernel_calling_itself_is_refused_as_recursion(tmp_path):
+    # While the decorator runs, the kernel's name is not bound yet.
+    text = """
+        import gompute as g
+
+        @g.map_kernel
+        def k(x: g.f32) -> g.f32:
+            return k(x) if x > 0 else x
+    """
+    with pytest.raises(CompileError, match="'k' calls itself; kernels and @g.func functions cannot recurse") as info:
+        _import_file(tmp_path, "recursive_kernel", text)
+    assert info.value.lineno == 6
+
+
+async def coroutine(x: g.f32) -> g.f32:
+    return x
+
+
+def test_an_async_def_is_refused_as_one():
+    with pytest.raises(CompileError, match="coroutine is an async def; kernels and @g.func functions are plain def"):
+        g.map_kernel(coroutine)
+
+
+def test_a_lambda_is_refused_as_one():
+    with pytest.raises(CompileError, match="a lambda cannot be a kernel or @g.func; write it as a def"):
+        g.map_kernel(lambda x: x)
+
+
+def test_calling_a_builtin_outside_a_kernel_says_where_it_belongs():
+    with pytest.raises(CompileError, match="inside a @g.map_kernel"):
+        g.sqrt(2.0)
 
 
 # What Python compiles, gompute compiles: expressions nested far deeper than Python's recursion
