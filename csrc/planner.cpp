@@ -19,35 +19,6 @@ int64_t broadcast_stride(const Array& a, int d, int ndim) {
 
 }  // namespace
 
-int64_t Array::count() const {
-  int64_t n = 1;
-  for (int d = 0; d < ndim; ++d) n *= shape[d];
-  return n;
-}
-
-bool Array::c_contiguous() const {
-  int64_t expected = itemsize;
-  for (int d = ndim; d-- > 0;) {
-    if (shape[d] != 1 && strides[d] != expected) return false;
-    expected *= shape[d];
-  }
-  return true;
-}
-
-bool Array::same_view(const Array& o) const {
-  return address == o.address && itemsize == o.itemsize && ndim == o.ndim &&
-         std::equal(shape, shape + ndim, o.shape) && std::equal(strides, strides + ndim, o.strides);
-}
-
-void Array::byte_range(uint64_t& lo, uint64_t& hi) const {
-  lo = hi = 0;
-  if (count() == 0) return;
-  int64_t below = 0, above = 0;
-  for (int d = 0; d < ndim; ++d) (strides[d] < 0 ? below : above) += (shape[d] - 1) * strides[d];
-  lo = address + below;
-  hi = address + above + itemsize;
-}
-
 const char* entry_name(Entry e) {
   switch (e) {
     case Entry::inplace: return "inplace";
@@ -107,23 +78,6 @@ bool result_order(const Array* inputs, int count, int ndim, int* order) {
   return c_order;
 }
 
-Entry entry_kind(const Array* inputs, int count, const Array& out) {
-  bool contiguous = out.c_contiguous();
-  for (int i = 0; i < count && contiguous; ++i)
-    contiguous = inputs[i].c_contiguous() && inputs[i].ndim == out.ndim &&
-                 std::equal(out.shape, out.shape + out.ndim, inputs[i].shape);
-  if (!contiguous) return Entry::strided;
-  if (count == 1 && inputs[0].same_view(out) && inputs[0].dtype == out.dtype) return Entry::inplace;
-  return Entry::map;
-}
-
-bool overlaps(const Array& input, const Array& out) {
-  uint64_t lo, hi, out_lo, out_hi;
-  input.byte_range(lo, hi);
-  out.byte_range(out_lo, out_hi);
-  return lo < out_hi && out_lo < hi && !input.same_view(out);
-}
-
 size_t strides_nbytes(int count) { return 8 + 8 * size_t(kMaxStridedDims) * (1 + size_t(count)); }
 
 Strides pack_strides(const Array* arrays, int count, const int64_t* shape, int ndim, std::string& packed, int& dims) {
@@ -164,10 +118,6 @@ Strides pack_strides(const Array* arrays, int count, const int64_t* shape, int n
   const int32_t header[2] = {dims, 0};
   std::memcpy(packed.data(), header, sizeof header);
   return Strides::ok;
-}
-
-uint32_t grid_blocks(uint64_t n, uint32_t block) {
-  return uint32_t(std::min<uint64_t>((n + block - 1) / block, 0x7fffffff));
 }
 
 }  // namespace gompute::plan

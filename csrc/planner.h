@@ -5,6 +5,7 @@
 // these functions, so the two paths cannot disagree. No Python here.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -22,11 +23,32 @@ struct Array {
   uint64_t address = 0;  // of element 0
   uint32_t dtype = 0;    // equal for arrays of the same element type
 
-  int64_t count() const;
-  bool c_contiguous() const;  // extent-1 dimensions aside
-  bool same_view(const Array& o) const;
+  int64_t count() const {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; ++d) n *= shape[d];
+    return n;
+  }
+  bool c_contiguous() const {  // extent-1 dimensions aside
+    int64_t expected = itemsize;
+    for (int d = ndim; d-- > 0;) {
+      if (shape[d] != 1 && strides[d] != expected) return false;
+      expected *= shape[d];
+    }
+    return true;
+  }
+  bool same_view(const Array& o) const {
+    return address == o.address && itemsize == o.itemsize && ndim == o.ndim &&
+           std::equal(shape, shape + ndim, o.shape) && std::equal(strides, strides + ndim, o.strides);
+  }
   // The bytes its elements touch, [lo, hi); both 0 when it has none.
-  void byte_range(uint64_t& lo, uint64_t& hi) const;
+  void byte_range(uint64_t& lo, uint64_t& hi) const {
+    lo = hi = 0;
+    if (count() == 0) return;
+    int64_t below = 0, above = 0;
+    for (int d = 0; d < ndim; ++d) (strides[d] < 0 ? below : above) += (shape[d] - 1) * strides[d];
+    lo = address + below;
+    hi = address + above + itemsize;
+  }
 };
 
 // The entry points of a map kernel's module (gompute/lang/module.py names them).
@@ -46,13 +68,27 @@ bool broadcast(const Array* arrays, int count, int& ndim, int64_t* shape);
 // lay theirs out. Returns whether that is C order.
 bool result_order(const Array* inputs, int count, int ndim, int* order);
 
-// The entry point for inputs broadcast to `out`'s shape.
-Entry entry_kind(const Array* inputs, int count, const Array& out);
+// The entry point for inputs broadcast to `out`'s shape. Inline, as the checks below: the
+// fast path asks them on every call.
+inline Entry entry_kind(const Array* inputs, int count, const Array& out) {
+  bool contiguous = out.c_contiguous();
+  for (int i = 0; i < count && contiguous; ++i)
+    contiguous = inputs[i].c_contiguous() && inputs[i].ndim == out.ndim &&
+                 std::equal(out.shape, out.shape + out.ndim, inputs[i].shape);
+  if (!contiguous) return Entry::strided;
+  if (count == 1 && inputs[0].same_view(out) && inputs[0].dtype == out.dtype) return Entry::inplace;
+  return Entry::map;
+}
 
 // Whether input i's bytes meet the output's without it being the output's very view: the
 // result would then depend on the order elements are computed in. Ranges that meet may
 // still interleave without a common byte (x[::2], x[1::2]); an exact answer is the caller's.
-bool overlaps(const Array& input, const Array& out);
+inline bool overlaps(const Array& input, const Array& out) {
+  uint64_t lo, hi, out_lo, out_hi;
+  input.byte_range(lo, hi);
+  out.byte_range(out_lo, out_hi);
+  return lo < out_hi && out_lo < hi && !input.same_view(out);
+}
 
 // How the strided entry walks the arrays (inputs, then the output last, of `shape`): the
 // dimensions in the output's memory order, extent-1 ones dropped, neighbours merged wherever
@@ -66,6 +102,8 @@ size_t strides_nbytes(int count);
 
 // Blocks of `block` threads for `n` elements: one thread an element, the kernels' grid-stride
 // loops cover the rest past CUDA's 2**31 - 1 blocks.
-uint32_t grid_blocks(uint64_t n, uint32_t block);
+inline uint32_t grid_blocks(uint64_t n, uint32_t block) {
+  return uint32_t(std::min<uint64_t>((n + block - 1) / block, 0x7fffffff));
+}
 
 }  // namespace gompute::plan
