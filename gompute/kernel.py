@@ -48,6 +48,13 @@ class BoundKernel:
     def __call__(self, /, *arrays, out=None, stream=None, **params):
         return _Call(self, arrays, out, stream, params).run()
 
+    def __reduce__(self):
+        """The kernel and the device: a process that unpickles it opens that device itself."""
+        return BoundKernel, (self.kernel, self.backend, self.compute.ordinal)
+
+    def __dask_tokenize__(self) -> tuple:
+        return ("gompute.BoundKernel", self.kernel.__dask_tokenize__(), self.backend.value, self.compute.ordinal)
+
     def launcher(self, in_storage: tuple, out_storage, kind: str) -> _core.Kernel:
         """The loaded kernel for one storage signature and entry kind, compiled once."""
         key = (in_storage, out_storage, kind)
@@ -112,6 +119,13 @@ class AutoKernel(_core.FastMap):
 
     def _general(self, /, *arrays, out=None, stream=None, **params):
         return _Call(None, arrays, out, stream, params, auto=self).run()
+
+    def __reduce__(self):
+        """The kernel alone: unpickled, it is `g.map` of the unpickled kernel, the one kept on it."""
+        return map, (self.kernel,)
+
+    def __dask_tokenize__(self) -> tuple:
+        return ("gompute.map", self.kernel.__dask_tokenize__())
 
     def learn(self, inputs, out: _core.Buffer, kind: str, core: _core.Kernel, first, make) -> None:
         """Lets the C++ path take later calls like this one (same dtypes, entry kind, device),

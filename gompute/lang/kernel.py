@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import ArgumentError, CompileError, SourceRejected
 from ..types import ScalarType
-from . import ir, reserved
+from . import ir, pickling, reserved
 from .frontend import check_signature, translate
 from .module import EntryPoint, Specialization, module_source
 from .source import Source
@@ -93,6 +93,13 @@ class Func:
     def __call__(self, *args):
         return self.fn(*args)
 
+    def __reduce__(self):
+        """By reference where importable, else by source and captured globals (lang/pickling.py)."""
+        return pickling.reduce(self, self._src, {})
+
+    def __dask_tokenize__(self) -> str:
+        return pickling.token(self, self._src, {})
+
     def specialize(self, arg_types: list[Type], error) -> ir.Function:
         """The typed IR of this function for arguments of `arg_types` (weak types stay weak)."""
         key = tuple(arg_types)
@@ -168,6 +175,13 @@ class MapKernel:
         raise ArgumentError(
             f"{self.name} is a map kernel, which runs on arrays through g.map: g.map({self.name})({arrays}{params})"
         )
+
+    def __reduce__(self):
+        """By reference where importable, else by source, options and captured globals (lang/pickling.py)."""
+        return pickling.reduce(self, self.src, {"block_size": self.block_size})
+
+    def __dask_tokenize__(self) -> str:
+        return pickling.token(self, self.src, {"block_size": self.block_size})
 
     @property
     def arity(self) -> int:

@@ -29,7 +29,7 @@ class Source:
         if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
             raise CompileError(f"{name} is an async def; kernels and @g.func functions are plain def functions")
         try:
-            lines, first_line = inspect.getsourcelines(function)
+            lines, first_line = _source_lines(function)
         except (OSError, TypeError) as e:
             raise CompileError(
                 f"cannot read the source of {getattr(function, '__qualname__', function)!r}: {e}; "
@@ -67,3 +67,10 @@ class Source:
         err = CompileError(f"{message} in {self.name!r} ({self.filename}:{line})\n    {text}\n    {caret}")
         err.filename, err.lineno, err.function = self.filename, line, self.name
         return err
+
+
+def _source_lines(function) -> tuple[list[str], int]:
+    """The function's lines as written and the file line of the first: what inspect reads, or
+    the text a function rebuilt from a pickle carries (lang/pickling.py), which no file holds."""
+    carried = getattr(function, "__gompute_source_lines__", None)
+    return carried if carried is not None else inspect.getsourcelines(function)

@@ -1,0 +1,45 @@
+"""Kernels of an importable module: they pickle by reference (module and qualname)."""
+
+import math
+
+import numpy as np
+
+import gompute as g
+
+OFFSET = 0.5
+
+
+class Scale(g.Params):
+    gain: g.f32
+    shift: g.i32
+
+
+@g.func
+def square(x):
+    return x * x
+
+
+@g.map_kernel(block_size=128)
+def gain_square(x: g.f32, y: g.f32, p: Scale) -> g.f32:
+    return square(x) * p.gain + y + p.shift + OFFSET + math.floor(0.5)
+
+
+@g.map_kernel
+def twice(x):
+    return x * 2
+
+
+@g.map_kernel
+def halve(x: g.f32) -> g.f32:
+    return x * 0.5
+
+
+@g.map_kernel
+def to_bf16(x: g.f32) -> g.bf16:
+    return g.bf16(x)
+
+
+def gain_square_numpy(x, y, gain, shift):
+    """gain_square as NumPy computes it, in f32."""
+    x, y = np.asarray(x, np.float32), np.asarray(y, np.float32)
+    return x * x * np.float32(gain) + y + np.float32(shift) + np.float32(OFFSET)

@@ -1,0 +1,116 @@
+"""Kernels, @g.func functions, g.map(k) and g.BoundKernel pickle and cloudpickle: by reference
+from an importable module, by what defines them from `__main__` and an IPython cell."""
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+from .conftest import NO_EXTRA, run_script
+
+cloudpickle = pytest.importorskip("cloudpickle", reason=NO_EXTRA)
+tokenize = pytest.importorskip("dask.base", reason=NO_EXTRA).tokenize
+
+import gompute as g  # noqa: E402 - after the skip
+from tests.scaling import kernels  # noqa: E402
+
+PICKLERS = [pickle, cloudpickle]
+
+
+@pytest.fixture(scope="module")
+def defined(tmp_path_factory):
+    """What tests/scaling/defines.py, run as a script, pickled: (folder, tokens)."""
+    out = tmp_path_factory.mktemp("pickles")
+    ipython_dir = tmp_path_factory.mktemp("ipython")
+    pytest.importorskip("IPython")
+    run_script("defines.py", str(out), env={"IPYTHONDIR": str(ipython_dir)})
+    return out, json.loads((out / "tokens.json").read_text())
+
+
+def mix_numpy(x, weight, count):
+    x = np.asarray(x, np.float32)
+    return (x * x * x * np.float64(weight) + count + np.float32(0.25)).astype(np.float32)
+
+
+@pytest.mark.parametrize("module", PICKLERS, ids=lambda m: m.__name__)
+def test_module_kernels_pickle_by_reference_to_the_same_objects(module):
+    for obj in (kernels.gain_square, kernels.square, kernels.Scale, g.map(kernels.gain_square), g.map(kernels.twice)):
+        assert module.loads(module.dumps(obj)) is obj
+    assert len(pickle.dumps(kernels.gain_square)) < 200  # a reference, not the source
+
+
+@pytest.mark.parametrize("module", PICKLERS, ids=lambda m: m.__name__)
+def test_a_bound_kernel_pickles_as_its_kernel_and_device(module):
+    bound = module.loads(module.dumps(g.BoundKernel(kernels.gain_square, g.Backend.host)))
+    assert bound.kernel is kernels.gain_square and bound.backend is g.Backend.host
+    x, y = np.linspace(-2, 2, 50, dtype=np.float32), np.ones(50, np.float32)
+    np.testing.assert_array_equal(bound(x, y, gain=3, shift=-1), kernels.gain_square_numpy(x, y, 3, -1))
+
+
+@pytest.mark.parametrize("where", ["main", "cell"])
+@pytest.mark.parametrize("module", PICKLERS, ids=lambda m: m.__name__)
+def test_kernels_of_main_and_of_an_ipython_cell_unpickle_and_run(defined, where, module):
+    folder, tokens = defined
+    loaded = pickle.loads((folder / f"{where}.{module.__name__}").read_bytes())
+    kernel = loaded["kernel"]
+    assert kernel.__module__ == "__main__" and kernel.block_size == 64
+    assert loaded["map"] is g.map(kernel)  # the one kept on the kernel
+    assert loaded["bound"].kernel is kernel
+    assert kernel.__dask_tokenize__() == tokens[where]
+    assert [(f.name, f.type, f.offset) for f in kernel.params_class.__fields__] == [
+        ("weight", g.f64, 0),
+        ("count", g.u8, 8),
+    ]
+    x = np.linspace(-3, 3, 101, dtype=np.float32)
+    expected = mix_numpy(x, 1.5, 7)
+    np.testing.assert_array_equal(loaded["map"](x, weight=1.5, count=7), expected)
+    np.testing.assert_array_equal(loaded["bound"](x, weight=1.5, count=7), expected)
+    assert loaded["func"](3) == 27  # a @g.func is still the plain function from Python
+
+
+def test_one_definition_is_one_kernel_per_process_however_often_it_arrives(defined):
+    """So a worker that receives a kernel with every task compiles it once."""
+    folder, _ = defined
+    kernels_loaded = [pickle.loads((folder / f"main.{m.__name__}").read_bytes())["kernel"] for m in PICKLERS]
+    kernels_loaded.append(pickle.loads((folder / "main.pickle").read_bytes())["kernel"])
+    assert all(k is kernels_loaded[0] for k in kernels_loaded)
+
+
+def test_tokens_are_the_same_in_every_process(defined):
+    _, tokens = defined
+    assert kernels.gain_square.__dask_tokenize__() == tokens["module"]
+    assert tokenize(g.map(kernels.gain_square)) == tokens["dask_module"]
+    folder, _ = defined
+    unpickled = pickle.loads((folder / "main.pickle").read_bytes())["map"]
+    assert tokenize(unpickled) == tokens["dask_main"]
+
+
+def test_tokens_tell_definitions_apart():
+    tokens = {k.__dask_tokenize__() for k in (kernels.gain_square, kernels.twice, kernels.halve)}
+    assert len(tokens) == 3
+    assert tokenize(g.map(kernels.twice)) != tokenize(g.BoundKernel(kernels.twice, "host"))
+
+
+def test_an_unpickled_kernel_points_errors_at_the_users_line(defined):
+    folder, tokens = defined
+    shifted = pickle.loads((folder / "shifted.pickle").read_bytes())
+    with pytest.raises(g.CompileError, match="bitwise") as caught:
+        shifted.specialize(g.f32)
+    assert caught.value.filename.endswith("defines.py")
+    assert caught.value.lineno == tokens["shifted_line"]
+    assert "return x << 1" in str(caught.value)
+
+
+def test_a_kernel_defined_in_a_function_pickles_with_its_closure():
+    def make(factor):
+        @g.map_kernel
+        def scaled(x: g.f32) -> g.f32:
+            return x * factor
+
+        return scaled
+
+    for module in PICKLERS:
+        kernel = module.loads(module.dumps(make(3)))
+        np.testing.assert_array_equal(g.map(kernel)(np.arange(4, dtype=np.float32)), [0, 3, 6, 9])
+    assert make(3).__dask_tokenize__() == make(3).__dask_tokenize__() != make(4).__dask_tokenize__()
