@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _core, abi, types
 from .backend import Backend
+from .dask import holds_dask_array, lazy_map
 from .dim3 import Dim3
 from .errors import AllocFailed, ArgumentError, CompileError
 from .interface import arg
@@ -186,6 +187,8 @@ class _Call:
         if len(self.arrays) != k.arity:
             raise ArgumentError(self._arity_message())
         packed = self._pack_params()
+        if holds_dask_array((*self.arrays, self.out)):
+            return self._lazy()
         wanted = self._wanted_stream()
         inputs = [self._import(a, wanted) for a in self.arrays]
         given = None if self.out is None else self._import_out(inputs, wanted)
@@ -201,6 +204,23 @@ class _Call:
         if out.size:
             self._launch(bound, inputs, out, packed, launch_stream)
         return self.finish(result)
+
+    def _lazy(self):
+        """A lazy Dask array of the call, one launch per chunk (gompute/dask.py)."""
+        name = self.kernel.name
+        if self.out is not None:
+            raise ArgumentError(
+                f"{name}: out= (and g.run) write into an array, and Dask arrays are immutable; use the Dask array "
+                f"g.map({name})(...) returns, or write it into storage with da.store"
+            )
+        if self.stream is not None:
+            raise ArgumentError(
+                f"{name}: stream= names one stream, and a Dask array's chunks run on their workers' own; leave it out"
+            )
+        for array in self.arrays:
+            if isinstance(array, (list, tuple, int, float, complex, bool)):
+                raise ArgumentError(self._not_an_array(array))
+        return lazy_map(self.bound or self.auto, self.kernel, self.arrays, self.params)
 
     # -- arguments ----------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ def to_bf16(x: g.f32) -> g.bf16:
 
 
 def gain_square_numpy(x, y, gain, shift):
-    """gain_square as NumPy computes it, in f32."""
+    """gain_square as NumPy computes it: f32 up to the i32 shift, which makes the sum f64."""
     x, y = np.asarray(x, np.float32), np.asarray(y, np.float32)
-    return x * x * np.float32(gain) + y + np.float32(shift) + np.float32(OFFSET)
+    partial = (x * x * np.float32(gain) + y).astype(np.float64)
+    return (partial + np.int32(shift) + OFFSET + 0.0).astype(np.float32)
