@@ -1,6 +1,10 @@
-"""Defines kernels in `__main__` and in an IPython cell, which no other process can import, and
-pickles them: `python defines.py OUT` writes OUT/main.pickle, OUT/main.cloudpickle, OUT/cell.pickle,
-OUT/cell.cloudpickle and OUT/tokens.json (each kernel's token as this process computes it)."""
+"""Defines kernels in `__main__` and in an IPython cell, which no other process can import.
+
+`python defines.py pickle OUT` pickles them: OUT/main.pickle, OUT/main.cloudpickle, OUT/cell.pickle,
+OUT/cell.cloudpickle and OUT/tokens.json (each kernel's token as this process computes it).
+`python defines.py cluster ADDRESS` maps them over Dask arrays on the cluster at ADDRESS, as a
+user's script or notebook does, and prints per definition the largest difference from NumPy.
+"""
 
 import json
 import pickle
@@ -37,12 +41,12 @@ def shifted(x):
     return x << 1
 
 
-# The same definitions typed into a notebook cell.
+# The same definitions typed into a notebook cell, with a bias and a name of its own.
 CELL = """
 import numpy as np
 import gompute as g
 
-BIAS = np.float32(0.25)
+BIAS = np.float32(0.75)
 
 class Mix(g.Params):
     weight: g.f64
@@ -53,9 +57,10 @@ def cube(x):
     return x * x * x
 
 @g.map_kernel(block_size=64)
-def mix(x: g.f32, p: Mix) -> g.f32:
+def cell_mix(x: g.f32, p: Mix) -> g.f32:
     return cube(x) * p.weight + p.count + BIAS
 """
+BIASES = {"main": 0.25, "cell": 0.75}
 
 
 def cell_namespace() -> dict:
@@ -67,12 +72,16 @@ def cell_namespace() -> dict:
     return shell.user_ns
 
 
+def kernel_of(ns: dict):
+    return ns["mix"] if "mix" in ns else ns["cell_mix"]
+
+
 def payload(ns: dict) -> dict:
-    kernel = ns["mix"]
+    kernel = kernel_of(ns)
     return {"kernel": kernel, "map": g.map(kernel), "func": ns["cube"], "bound": g.BoundKernel(kernel, "host")}
 
 
-def main(out: Path) -> None:
+def pickle_all(out: Path) -> None:
     cell = cell_namespace()
     for name, ns in (("main", globals()), ("cell", cell)):
         for module in (pickle, cloudpickle):
@@ -80,7 +89,7 @@ def main(out: Path) -> None:
     (out / "shifted.pickle").write_bytes(pickle.dumps(shifted))
     tokens = {
         "main": mix.__dask_tokenize__(),
-        "cell": cell["mix"].__dask_tokenize__(),
+        "cell": cell["cell_mix"].__dask_tokenize__(),
         "module": kernels.gain_square.__dask_tokenize__(),
         "dask_main": dask.base.tokenize(g.map(mix)),
         "dask_module": dask.base.tokenize(g.map(kernels.gain_square)),
@@ -89,5 +98,22 @@ def main(out: Path) -> None:
     (out / "tokens.json").write_text(json.dumps(tokens))
 
 
+def on_cluster(address: str) -> None:
+    import dask.array as da
+    from distributed import Client
+
+    x = np.linspace(-2, 2, 10_000, dtype=np.float32)
+    with Client(address):
+        differences = {}
+        for where, ns in (("main", globals()), ("cell", cell_namespace())):
+            lazy = g.map(kernel_of(ns))(da.from_array(x, chunks=1000), weight=1.5, count=7)
+            expected = kernels.mix_numpy(x, 1.5, 7, BIASES[where])
+            differences[where] = float(np.abs(lazy.compute() - expected).max())
+    print(json.dumps(differences))
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    if sys.argv[1] == "pickle":
+        pickle_all(Path(sys.argv[2]))
+    else:
+        on_cluster(sys.argv[2])

@@ -44,3 +44,14 @@ def gain_square_numpy(x, y, gain, shift):
     x, y = np.asarray(x, np.float32), np.asarray(y, np.float32)
     partial = (x * x * np.float32(gain) + y).astype(np.float64)
     return (partial + np.int32(shift) + OFFSET + 0.0).astype(np.float32)
+
+
+@g.map_kernel
+def never_compiled_elsewhere(x: g.f32) -> g.f32:
+    return x - 1
+
+
+def mix_numpy(x, weight, count, bias):
+    """The `mix` kernels of defines.py as NumPy computes them: f64 from the f64 weight on."""
+    x = np.asarray(x, np.float32)
+    return (x * x * x * np.float64(weight) + count + np.float32(bias)).astype(np.float32)

@@ -24,13 +24,8 @@ def defined(tmp_path_factory):
     out = tmp_path_factory.mktemp("pickles")
     ipython_dir = tmp_path_factory.mktemp("ipython")
     pytest.importorskip("IPython")
-    run_script("defines.py", str(out), env={"IPYTHONDIR": str(ipython_dir)})
+    run_script("defines.py", "pickle", str(out), env={"IPYTHONDIR": str(ipython_dir)})
     return out, json.loads((out / "tokens.json").read_text())
-
-
-def mix_numpy(x, weight, count):
-    x = np.asarray(x, np.float32)
-    return (x * x * x * np.float64(weight) + count + np.float32(0.25)).astype(np.float32)
 
 
 @pytest.mark.parametrize("module", PICKLERS, ids=lambda m: m.__name__)
@@ -63,7 +58,7 @@ def test_kernels_of_main_and_of_an_ipython_cell_unpickle_and_run(defined, where,
         ("count", g.u8, 8),
     ]
     x = np.linspace(-3, 3, 101, dtype=np.float32)
-    expected = mix_numpy(x, 1.5, 7)
+    expected = kernels.mix_numpy(x, 1.5, 7, {"main": 0.25, "cell": 0.75}[where])
     np.testing.assert_array_equal(loaded["map"](x, weight=1.5, count=7), expected)
     np.testing.assert_array_equal(loaded["bound"](x, weight=1.5, count=7), expected)
     assert loaded["func"](3) == 27  # a @g.func is still the plain function from Python
