@@ -97,3 +97,10 @@ sanitize: $(ASAN_STAMP) $(FAKE_CUDA)
 
 clean:
 	rm -rf build $(VENV) gompute/_core*.so
+
+# A long run of the kernel compiler's differential fuzzing (tests/lang/test_fuzz.py, which
+# `make test` runs with a small budget); FUZZ_EXAMPLES sets its length.
+FUZZ_EXAMPLES ?= 2000
+.PHONY: fuzz
+fuzz: $(TEST_STAMP)
+	GOMPUTE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q tests/lang/test_fuzz.py
