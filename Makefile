@@ -3,6 +3,7 @@
 #   make test   the test tools, PyTorch and JAX too, then the test suite
 #   make bench  the benchmarks (tables and plots under benchmarks/results/)
 #   make sanitize  the runtime, interop and g.map tests against a core built with ASan and UBSan
+#   make soak   benchmarks/soak.py: long runs of the repeated paths, memory printed as they go
 # All share one virtual environment in .venv (PYTHON picks the interpreter): `make demo` installs
 # what gompute needs to run, `make test` adds what the tests need.
 
@@ -13,7 +14,7 @@ STAMP  := $(VENV)/.gompute-installed
 TEST_STAMP := $(VENV)/.gompute-test
 SOURCES := Makefile pyproject.toml CMakeLists.txt $(wildcard csrc/*) $(wildcard gompute/include/gompute/*)
 
-.PHONY: demo test info bench gpu-wheels sanitize clean
+.PHONY: demo test info bench gpu-wheels sanitize soak clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -94,6 +95,10 @@ SANITIZE_TESTS ?= tests/runtime tests/interop tests/map \
 sanitize: $(ASAN_STAMP) $(FAKE_CUDA)
 	tests/sanitize/run.sh $(ASAN_DIR) $(PY) -q $(SANITIZE_TESTS)
 	GOMPUTE_LIBCUDA=$(abspath $(FAKE_CUDA)) FAKE_CUDA_DEVICES=2 tests/sanitize/run.sh $(ASAN_DIR) $(PY) -q -m cuda $(SANITIZE_TESTS)
+
+# SOAK_ARGS="--scale 0.1" for a quick look, "--save" to write benchmarks/results/<date>-soak.md.
+soak: $(TEST_STAMP)
+	$(PY) benchmarks/soak.py $(SOAK_ARGS)
 
 clean:
 	rm -rf build $(VENV) gompute/_core*.so
