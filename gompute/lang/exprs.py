@@ -426,9 +426,8 @@ class ExprLowering:
 
 
 def _is_map_kernel(fn) -> bool:
-    from .kernel import MapKernel  # kernel.py builds on this module
-
-    return isinstance(fn, MapKernel)
+    # kernel.py builds on this module, so MapKernel marks itself rather than being imported here.
+    return getattr(type(fn), "is_map_kernel", False)
 
 
 def _alias(fn):
