@@ -5,6 +5,8 @@ import re
 import warnings
 
 from ..backend import Backend
+from ..compile.host import set_load_check
+from ..errors import ModuleLoadFailed
 from . import _compute
 
 Compute = _compute.bound(Backend.host)
@@ -31,6 +33,21 @@ def _check_settings() -> None:
 
 
 _check_settings()
+
+
+def _load_problem(image: bytes) -> str | None:
+    """Why the host cannot load a shared object found in the kernel cache (None where it loads),
+    so that one that does not load is rebuilt. The runtime keeps what it loaded: the kernel's own
+    load of these bytes finds the module loaded."""
+    try:
+        with Compute.init() as compute:
+            compute.load_module(image)
+    except ModuleLoadFailed as e:
+        return str(e)
+    return None
+
+
+set_load_check(_load_problem)
 
 
 def shutdown() -> None:
