@@ -112,6 +112,9 @@ class ScalarType:
     def __repr__(self) -> str:
         return f"g.{self.name}"
 
+    def __reduce__(self):
+        return resolve, (self.name,)  # the one object of its name: types are compared with `is`
+
 
 @dataclass(frozen=True)
 class Scalar:

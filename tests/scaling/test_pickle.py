@@ -109,3 +109,12 @@ def test_a_kernel_defined_in_a_function_pickles_with_its_closure():
         kernel = module.loads(module.dumps(make(3)))
         np.testing.assert_array_equal(g.map(kernel)(np.arange(4, dtype=np.float32)), [0, 3, 6, 9])
     assert make(3).__dask_tokenize__() == make(3).__dask_tokenize__() != make(4).__dask_tokenize__()
+
+
+def test_scalar_types_unpickle_as_the_same_objects():
+    import cloudpickle
+
+    for t in (g.f32, g.bf16, g.u64, g.bool_):
+        assert pickle.loads(pickle.dumps(t)) is t
+        assert cloudpickle.loads(cloudpickle.dumps(t)) is t
+    assert pickle.loads(pickle.dumps(g.f16(1.5))) == g.f16(1.5)
