@@ -39,6 +39,7 @@ CUDA_TESTS = (
 SLOW_TESTS = (
     "tests/interop/test_lifetimes.py::test_capsules_held_then_dropped_together_leak_nothing",
     "tests/lang/test_nvrtc.py::test_every_operator_and_builtin_compiles_for_cuda",
+    "tests/lang/test_fuzz.py",
     "tests/lang/test_ops.py",
     "tests/map/test_kernel_loops.py::test_a_wide_range_past_two_to_the_32_runs_every_trip",
     "tests/map/test_pool_settings.py::test_maps_are_exact_under_every_pool_setting",
