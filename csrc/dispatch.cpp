@@ -60,7 +60,8 @@ bool pack_field(const ParamField& f, PyObject* value, char* dst) {
   if (overflow || (v == -1 && PyErr_Occurred())) return false;  // u64 above 2**63: the general path
   const int bytes = f.bits / 8;
   if (f.kind == 'i') {
-    long long lo = -(1LL << (f.bits - 1)), hi = f.bits == 64 ? std::numeric_limits<long long>::max() : (1LL << (f.bits - 1)) - 1;
+    const long long lo = f.bits == 64 ? std::numeric_limits<long long>::min() : -(1LL << (f.bits - 1));
+    const long long hi = f.bits == 64 ? std::numeric_limits<long long>::max() : (1LL << (f.bits - 1)) - 1;
     if (v < lo || v > hi) return false;
   } else if (v < 0 || (f.bits < 64 && v > (1LL << f.bits) - 1)) {
     return false;
