@@ -111,6 +111,7 @@ struct HostView {
 
 // Keeps a HostView alive for asynchronous work; released with the GIL.
 KeepAlive keep(std::shared_ptr<HostView> view) {
+  release_waiting();
   auto* held = new std::shared_ptr<HostView>(std::move(view));
   return KeepAlive(held, [](const void* p) {
     with_gil_later([p] { delete static_cast<const std::shared_ptr<HostView>*>(p); });

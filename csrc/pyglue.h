@@ -15,6 +15,10 @@ namespace gompute {
 void with_gil_later(std::function<void()> call);
 // Runs what with_gil_later queued (it also runs by itself, as a pending call).
 void run_deferred_releases();
+// The same, cheaply, when anything waits; for a thread that holds the GIL to queue new work.
+// Pending calls run only on the main thread, which may be blocked (in a join) while other
+// threads queue work and its releases pile up.
+void release_waiting();
 
 // A KeepAlive holding `obj`, released with the GIL whichever thread lets go of it.
 KeepAlive keep_python(pybind11::object obj);

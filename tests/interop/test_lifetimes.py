@@ -214,3 +214,24 @@ def test_capsules_held_then_dropped_together_leak_nothing(pattern):
     for _ in range(5):
         round_trip()
     assert _rss_bytes() - start < 4 << 20
+
+
+def test_a_thread_queueing_copies_releases_what_earlier_copies_held_while_main_is_blocked(host):
+    """Finished host work hands its arrays back through a pending call, which only the main
+    thread runs; with main blocked in join(), a thread queueing more copies releases them."""
+    stream, buf, alive = host.create_stream(), host.alloc(8000), []
+
+    def copies():
+        refs = []
+        for _ in range(200):
+            a = np.ones(1000)
+            refs.append(weakref.ref(a))
+            buf.upload(a, stream=stream)
+            del a
+            stream.synchronize()
+        alive.append(sum(r() is not None for r in refs))
+
+    worker = threading.Thread(target=copies)
+    worker.start()
+    worker.join()
+    assert alive[0] <= 1  # the last copy's array, until the next call into gompute
