@@ -1,7 +1,9 @@
 """hiprtc, loaded at run time with ctypes: HIP C++ → an HSACO code object for one gfx arch.
 
-Found in $HIP_PATH/lib, $ROCM_PATH/lib, /opt/rocm/lib or the system loader path, so
-`import gompute` works without ROCm.
+`GOMPUTE_LIBHIPRTC=/path/lib.so` wins; else libhiprtc (ROCm 6 on, and some ROCm 5 builds), then
+libamdhip64, which carries hiprtc itself up to ROCm 5 (Debian's and Ubuntu's libamdhip64-5 too),
+each looked for in $HIP_PATH/lib, $ROCM_PATH/lib, /opt/rocm/lib and the system loader's path.
+Loaded at first use, so `import gompute` works without ROCm.
 """
 
 from __future__ import annotations
@@ -19,7 +21,11 @@ from .cache import DiskCache
 from .rtc import RuntimeCompiler, loadable
 
 OPTIONS = ("-std=c++17", "-ffp-contract=off")
+ENV_VAR = "GOMPUTE_LIBHIPRTC"
 _SONAMES = ("libhiprtc.so", "libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so.5")
+# The HIP runtime libraries that export hiprtc's API; ROCm 6's libamdhip64.so.6 does not, and
+# a library without it is passed over (see rtc.loadable).
+_RUNTIME_SONAMES = ("libamdhip64.so.5", "libamdhip64.so")
 
 
 class Hiprtc(RuntimeCompiler):
@@ -41,20 +47,30 @@ def check_arch(arch: str) -> None:
 
 
 def _candidates() -> list[str]:
+    """The libraries to try, in order: libhiprtc anywhere before a HIP runtime carrying it, so
+    that ROCm 6 on never loads the runtime only to find no hiprtc in it."""
     dirs = [os.environ.get("HIP_PATH"), os.environ.get("ROCM_PATH"), "/opt/rocm"]
-    paths = [str(Path(d) / "lib" / so) for d in dirs if d for so in _SONAMES]
-    found = ctypes.util.find_library("hiprtc")
-    return paths + ([found] if found else []) + list(_SONAMES)
+    paths: list[str] = []
+    for sonames, name in ((_SONAMES, "hiprtc"), (_RUNTIME_SONAMES, "amdhip64")):
+        paths += [str(Path(d) / "lib" / so) for d in dirs if d for so in sonames]
+        found = ctypes.util.find_library(name)
+        paths += ([found] if found else []) + list(sonames)
+    return list(dict.fromkeys(paths))
 
 
 @functools.lru_cache(maxsize=1)
 def load() -> Hiprtc:
     """hiprtc, or a CompileError saying how to get it."""
-    found = next(loadable(Hiprtc, _candidates(), []), None)
+    override = os.environ.get(ENV_VAR)
+    paths = [override] if override else _candidates()
+    tried: list[str] = []
+    found = next(loadable(Hiprtc, paths, tried), None)
     if found is not None:
         return found
+    where = f"{override} (from {ENV_VAR})" if override else ", ".join(tried)
     raise CompileError(
-        "compiling HIP kernels needs hiprtc, which was not found: install ROCm (or set HIP_PATH / ROCM_PATH to it)"
+        "compiling HIP kernels needs hiprtc, which was not found: install ROCm (or set HIP_PATH / ROCM_PATH "
+        f"to it, or {ENV_VAR} to the library); on Debian or Ubuntu, libamdhip64-5 carries it. Tried {where}"
     )
 
 

@@ -122,9 +122,11 @@ def available(load: Callable[[], RuntimeCompiler]) -> bool:
 
 
 def loadable(kind: type[Compiler], paths: Iterable[str], tried: list[str]) -> Iterator[Compiler]:
-    """`kind` over each of `paths` that loads, in order; those that do not are added to `tried`."""
+    """`kind` over each of `paths` that loads and has the API, in order; those that do not are added
+    to `tried`. A library without the API's symbols (a HIP runtime that does not carry hiprtc) is
+    not the compiler."""
     for path in paths:
         try:
             yield kind(ctypes.CDLL(path), path)
-        except OSError:
+        except (OSError, AttributeError):
             tried.append(path)
