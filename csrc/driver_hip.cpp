@@ -225,7 +225,7 @@ class HipDriver final : public GpuDriver {
   std::string initialize() override {
     hipError_t r = api_.hipInit(0);
     if (r != hipSuccess)
-      return "hipInit failed with " + error_name(r) + " (" + error_text(r) + ") using " + lib_.path();
+      return "hipInit failed with " + described(r) + " using " + lib_.path();
     api_.hipDriverGetVersion(&version_);
     if (version_ < kMinDriverVersion)
       return "HIP runtime version " + version_text(version_) + " is too old; gompute needs ROCm " +
@@ -316,6 +316,13 @@ class HipDriver final : public GpuDriver {
   std::string error_text(hipError_t r) const override {
     const char* s = api_.hipGetErrorString ? api_.hipGetErrorString(r) : nullptr;
     return s ? s : "unknown HIP error";
+  }
+
+  // The error's name, then its description where that says more: ROCm 5's hipGetErrorString
+  // returns the name itself.
+  std::string described(hipError_t r) const {
+    const std::string name = error_name(r), text = error_text(r);
+    return text == name ? name : name + " (" + text + ")";
   }
 
   static std::string version_text(int v) {
