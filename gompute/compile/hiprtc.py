@@ -34,6 +34,18 @@ class Hiprtc(RuntimeCompiler):
     prefix, title, backend, source_suffix = "hiprtc", "hiprtc", "hip", ".hip"
     options, arch_flag = OPTIONS, "--offload-arch"
 
+    @functools.cached_property
+    def identity(self) -> str:
+        """hiprtcVersion answers 9.0 in every ROCm release, so the file the library was loaded
+        from (libamdhip64.so.5.2.21153: its name carries ROCm's version), its size and its time
+        tell one hiprtc from another."""
+        path = _loaded_file(self.lib) or self.path
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return f"{super().identity} {path}"
+        return f"{super().identity} {path} {stat.st_size} {stat.st_mtime_ns}"
+
     def output_kind(self, arch: str) -> str:
         """An HSACO code object, for a gfx arch ("gfx90a")."""
         check_arch(arch)
@@ -44,6 +56,31 @@ def check_arch(arch: str) -> None:
     """A CompileError unless `arch` is a gfx name, with or without target features."""
     if not re.fullmatch(r"gfx[0-9a-f]+(:[a-z+\-:]+)?", arch or ""):
         raise CompileError(f"{arch!r} is not an AMD GPU arch; use the device's gfx name, e.g. gfx90a")
+
+
+class _DlInfo(ctypes.Structure):
+    """The Dl_info that dladdr fills (dlfcn.h)."""
+
+    _fields_ = [
+        ("fname", ctypes.c_char_p),
+        ("fbase", ctypes.c_void_p),
+        ("sname", ctypes.c_char_p),
+        ("saddr", ctypes.c_void_p),
+    ]
+
+
+def _loaded_file(lib: ctypes.CDLL) -> str | None:
+    """The real path of the file the loader opened for `lib` (dladdr of one of its functions), or
+    None where that cannot be asked."""
+    dladdr = getattr(ctypes.CDLL(None), "dladdr", None)
+    info = _DlInfo()
+    try:
+        function = ctypes.cast(lib.hiprtcCreateProgram, ctypes.c_void_p)
+    except ctypes.ArgumentError:  # not a function of a loaded shared object
+        return None
+    if dladdr is None or not dladdr(function, ctypes.byref(info)):
+        return None
+    return os.path.realpath(info.fname.decode()) if info.fname else None
 
 
 def _candidates() -> list[str]:

@@ -44,6 +44,11 @@ class RuntimeCompiler(abc.ABC):
         self._call("Version", ctypes.byref(major), ctypes.byref(minor))
         return major.value, minor.value
 
+    @property
+    def identity(self) -> str:
+        """What tells this compiler from another in cache keys: its name, version and library."""
+        return f"{self.prefix} {self.version[0]}.{self.version[1]} {Path(self.path).name}"
+
     def _error(self, status: int) -> str:
         return self._fn("GetErrorString")(status).decode()
 
@@ -98,7 +103,7 @@ class RuntimeCompiler(abc.ABC):
             "gompute": gompute_version(),
             "backend": self.backend,
             "source": source,
-            "compiler": f"{self.prefix} {self.version[0]}.{self.version[1]} {Path(self.path).name}",
+            "compiler": self.identity,
             "options": list(self.options),
             "target": arch,
         }

@@ -11,6 +11,8 @@ AMD device needs one.
 from __future__ import annotations
 
 import ctypes.util
+import json
+import os
 import re
 import subprocess
 import sys
@@ -115,6 +117,19 @@ def test_compile_for_gives_an_hsaco_in_the_cache():
     assert image.format == "hsaco" and image.data[:4] == b"\x7fELF"
     assert (image.cache_dir / "gfx1030.hsaco").read_bytes() == image.data
     assert (image.cache_dir / "source.hip").read_text() == S.scale_relu.source("hip")
+
+
+@needs_tools
+def test_the_cache_key_names_the_file_hiprtc_was_loaded_from():
+    """hiprtcVersion answers 9.0 in every ROCm release: the key holds the library's real file, so
+    that code compiled by one ROCm is not served after an upgrade."""
+    found = hiprtc.load()
+    image = S.loops.compile_for("hip", "gfx90a")
+    key = json.loads((image.cache_dir / "meta.json").read_text())["key"]
+    assert key["compiler"] == found.identity
+    path = found.identity.split()[3]
+    assert os.path.isfile(path) and os.path.realpath(path) == path
+    assert os.path.basename(path).startswith(("libhiprtc.so", "libamdhip64.so"))
 
 
 @needs_tools
