@@ -37,6 +37,7 @@ CUDA_TESTS = (
 # them out for a quick run. A test id, or a file for all of its tests (test_ops compiles every
 # operator for every type into one module before its first test).
 SLOW_TESTS = (
+    "tests/compile/test_hip_real.py::test_every_operator_and_builtin_compiles_for_hip",
     "tests/interop/test_lifetimes.py::test_capsules_held_then_dropped_together_leak_nothing",
     "tests/lang/test_nvrtc.py::test_every_operator_and_builtin_compiles_for_cuda",
     "tests/lang/test_fuzz.py",
