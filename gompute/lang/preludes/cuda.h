@@ -17,8 +17,13 @@ GOMPUTE_FN uint64_t gompute_bits_f64(double x) { return (uint64_t)__double_as_lo
 GOMPUTE_FN double gompute_f64_from_bits(uint64_t b) { return __longlong_as_double((long long)b); }
 GOMPUTE_FN float gompute_rsqrt_f32(float x) { return rsqrtf(x); }
 GOMPUTE_FN double gompute_rsqrt_f64(double x) { return rsqrt(x); }
+#if defined(GOMPUTE_CUDA_ON_CPU)  // built by a host compiler (tests/fakes/cuda_shim.h), which has no PTX
+GOMPUTE_FN uint16_t gompute_f16_bits_from_f32(float x) { return __builtin_bit_cast(uint16_t, (_Float16)x); }
+GOMPUTE_FN float gompute_f32_from_f16_bits(uint16_t h) { return (float)__builtin_bit_cast(_Float16, h); }
+#else
 GOMPUTE_FN uint16_t gompute_f16_bits_from_f32(float x) { uint16_t h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x)); return h; }
 GOMPUTE_FN float gompute_f32_from_f16_bits(uint16_t h) { float x; asm("cvt.f32.f16 %0, %1;" : "=f"(x) : "h"(h)); return x; }
+#endif
 
 // The grid as one line of threads (block index linear, x fastest, as on the host backend).
 GOMPUTE_FN uint64_t gompute_thread_index() {
