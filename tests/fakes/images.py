@@ -1,14 +1,16 @@
 """g.map on the fake libcuda (tests/fakes/fake_libcuda.cpp).
 
 g.map compiles CUDA kernels with NVRTC, whose CUBINs the fake cannot run; under
-`host_images()` each module is compiled for the host instead, with the kernel table the
-fake reads in place of a CUBIN's function table. A host entry point takes the same
-arguments as the CUDA one, so every launch g.map makes works unchanged.
+`host_images()` the CUDA text of each module, exactly as NVRTC would get it, is compiled by the
+host C++ compiler through cuda_shim.h instead, with a launcher per kernel that runs the grid it
+is given and the kernel table the fake reads in place of a CUBIN's function table. Every launch
+g.map makes then runs the generated CUDA code.
 """
 
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 import gompute as g
 from gompute import kernel as bound
@@ -16,6 +18,7 @@ from gompute.compile import build_image
 from gompute.lang import kernel as lang
 
 FAKE_DEVICE = "Fake CUDA Device"
+SHIM = Path(__file__).with_name("cuda_shim.h")
 
 
 def kernel_table(names) -> str:
@@ -24,21 +27,38 @@ def kernel_table(names) -> str:
     return f'extern "C" {{ __attribute__((visibility("default"))) const char* fake_cuda_kernels[] = {{{listed}, 0}}; }}'
 
 
+def gpu_text_source(text: str, kernels) -> str:
+    """The host C++ of the GPU text `text` (CUDA or HIP C++) whose `__global__` functions are
+    `kernels`: the shim, the text with each kernel renamed (the host-ABI entry takes its name),
+    a launcher per kernel and the kernel table. The shim is pasted, not included, so that the
+    disk cache's key, the source, covers it."""
+    kernels = list(kernels)
+    renames = "".join(f"#define {k} gompute_cuda_{k}\n" for k in kernels)
+    launchers = "".join(f"#undef {k}\nGOMPUTE_CUDA_ENTRY({k})\n" for k in kernels)
+    return f"{SHIM.read_text()}\n{renames}{text}\n{launchers}{kernel_table(kernels)}\n"
+
+
+def gpu_text_image(text: str, kernels, name: str) -> bytes:
+    """The host shared object of the GPU text `text` (see gpu_text_source), through the disk cache."""
+    data, _, _ = build_image("host", gpu_text_source(text, kernels), None, name)
+    return data
+
+
 def is_fake(compute) -> bool:
     return compute.backend is g.Backend.cuda and compute.device_info().name == FAKE_DEVICE
 
 
 @contextlib.contextmanager
-def host_images():
-    """While active, g.map's CUDA modules are host shared objects the fake can load."""
+def host_images(text: str = "cuda"):
+    """While active, g.map's CUDA modules are host shared objects the fake can load, built from
+    the generated GPU text of `text`, "cuda" (what NVRTC would compile) or "hip"."""
     host_image_of, target_arch = lang.MapKernel.image_of, bound._target_arch
 
     def image_of(self, spec, backend, arch=None):
         if lang.backend_name(backend) != "cuda":
             return host_image_of(self, spec, backend, arch)
         entries = tuple(spec.entry_points())
-        source = f"{lang.module_source([spec], 'host')}\n{kernel_table(e.symbol for e in entries)}\n"
-        data, _, _ = build_image("host", source, None, spec.name)
+        data = gpu_text_image(lang.module_source([spec], text), (e.symbol for e in entries), spec.name)
         return lang.Image(data, "cubin", "cuda", arch, entries, None)
 
     lang.MapKernel.image_of = image_of
