@@ -20,6 +20,7 @@ from tests.conftest import open_compute
 from tests.fakes import images
 
 from .kernels import axpy, relax, scale_half, scale_relu
+from .test_gpu_devices import download, filled
 
 BLOCKS = r"""
 // The flat index of this thread in its block, and of its block in the grid (x fastest).
@@ -73,34 +74,21 @@ def blocks(host):
     return host.load_module(images.gpu_text_image(BLOCKS, KERNELS, "cuda_text_blocks"))
 
 
-def _buffer(host, values: np.ndarray):
-    buf = host.empty(values.shape, g.f32)
-    buf.upload(values)
-    return buf
-
-
-def _download(host, buf) -> np.ndarray:
-    host.synchronize()
-    out = np.empty(buf.shape, np.float32)
-    buf.download(out)
-    return out
-
-
 @pytest.mark.parametrize("grid, block", [(g.Dim3(3, 2, 1), g.Dim3(8, 4, 2)), (g.Dim3(5), g.Dim3(1024))], ids=str)
 def test_threads_of_a_block_meet_at_syncthreads_and_share_memory(host, blocks, grid, block):
     values = np.arange(grid.count * block.count, dtype=np.float32)
-    data = _buffer(host, values)
+    data = filled(host, values)
     blocks.get_kernel("reverse_blocks").launch(grid, block, 0, [data.arg_ptr()])
     expected = values.reshape(grid.count, block.count)[:, ::-1].ravel()
-    np.testing.assert_array_equal(_download(host, data), expected)
+    np.testing.assert_array_equal(download(host, data), expected)
 
 
 def test_a_barrier_in_a_loop_orders_every_step(host, blocks):
     rng = np.random.default_rng(7)
     values = rng.integers(-1000, 1000, 37 * 256).astype(np.float32)  # sums exact in f32
-    data, sums = _buffer(host, values), host.empty((37,), g.f32)
+    data, sums = filled(host, values), host.empty((37,), g.f32)
     blocks.get_kernel("block_sums").launch(37, 256, 0, [data.arg_ptr(), sums.arg_ptr()])
-    np.testing.assert_array_equal(_download(host, sums), values.reshape(37, 256).sum(axis=1))
+    np.testing.assert_array_equal(download(host, sums), values.reshape(37, 256).sum(axis=1))
 
 
 def test_a_barrier_thread_0_skips_traps(host, blocks):
@@ -118,12 +106,12 @@ def test_the_grid_stride_loop_covers_more_elements_than_threads(host, text, grid
     image = images.gpu_text_image(module_source([spec], text), [e.symbol for e in spec.entry_points()], spec.name)
     n = 7 * grid.count * spec.block_size + 5
     values = np.linspace(-3, 3, n, dtype=np.float32)
-    x, y = _buffer(host, values), host.empty((n,), g.f32)
+    x, y = filled(host, values), host.empty((n,), g.f32)
     params = g.interface.arg(g.abi.pack(spec.params_class, scale=2))
     host.load_module(image).get_kernel(entry.symbol).launch(
         grid, spec.block_size, 0, [x.arg_ptr(), y.arg_ptr(), g.interface.arg(g.u64(n)), params]
     )
-    np.testing.assert_array_equal(_download(host, y), np.maximum(values * 2, 0))
+    np.testing.assert_array_equal(download(host, y), np.maximum(values * 2, 0))
 
 
 @pytest.fixture(params=["cuda", "hip"])
