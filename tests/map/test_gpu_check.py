@@ -51,9 +51,10 @@ def test_gpu_check_runs_every_scenario_and_saves_its_table(tmp_path):
     assert run.returncode == 1  # the rows the fake cannot run
 
 
-def test_the_generated_kernel_scenarios_run_on_host_images():
+def test_the_generated_kernel_scenarios_run_on_the_cuda_text():
     """What the end-to-end run cannot reach on the fake: gpu_kernels' launches and checks, with
-    the modules built for the host (tests/fakes/images.py) in place of CUBINs."""
+    the generated CUDA text built for the CPU through the shim (tests/fakes/images.py) in place
+    of CUBINs."""
     compute = open_compute(g.Backend.cuda)
     if not images.is_fake(compute):
         pytest.skip("on a real GPU gpu_check.py is run by hand (benchmarks/README.md)")
