@@ -4,7 +4,10 @@ Runs offline (numpy and gompute only; CuPy and PyTorch are used where installed)
 few minutes and prints a table: scenario, ok/FAIL, figure. Without a usable CUDA device
 it says so and stops before the first GPU call.
 
-    python benchmarks/gpu_check.py [--save]   # --save also writes benchmarks/results/gpu_check-<date>.md
+    python benchmarks/gpu_check.py [--save] [--no-tests]
+
+--save also writes benchmarks/results/gpu_check-<date>.md. Last, it runs the test suite's
+CUDA-marked tests (pytest -m cuda) against the real driver and reports their counts in a row.
 
 With --save the file is rewritten after every scenario, so a run cut short keeps what it did.
 """
@@ -374,6 +377,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--save", action="store_true", help="also write the table under --results")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where --save writes (default: %(default)s)")
+    parser.add_argument("--no-tests", action="store_true", help="skip running the CUDA-marked tests (pytest -m cuda)")
     args = parser.parse_args()
     print(f"gompute {g.__version__} gpu_check on {platform.node()} ({platform.machine()}), {datetime.date.today()}")
     try:
@@ -406,11 +410,14 @@ def main() -> int:
     scenarios(gpu, check)
     from gpu_interop import interop_scenarios
     from gpu_kernels import kernel_scenarios
+    from gpu_tests import test_scenarios
     from gpu_tuning import sweep_table, tuning_scenarios
 
     kernel_scenarios(gpu, check)
     interop_scenarios(gpu, check)
     sweep = tuning_scenarios(gpu, check)
+    if not args.no_tests:
+        test_scenarios(gpu, check)
     print("\n" + report())
     save()
     if args.save:

@@ -38,7 +38,8 @@ def test_gpu_check_runs_every_scenario_and_saves_its_table(tmp_path):
     table = saved[0].read_text()
     rows = re.findall(r"^\| (.+?) \| (ok|FAIL|skip) \| (.*) \|$", table, re.M)
     names = [name for name, _, _ in rows]
-    assert names[0] == "upload/download 64 MiB" and names[-1] == "16-byte loads", names
+    assert names[0] == "upload/download 64 MiB" and names[-1] == "the CUDA-marked tests (pytest -m cuda)", names
+    assert rows[-1][1] == "skip"  # the fake pass of make test runs them
     assert len(rows) >= 20
     unexpected = [(n, f) for n, r, f in rows if r == "FAIL" and not any(c in f for c in CANNOT_RUN_ON_THE_FAKE)]
     assert not unexpected, unexpected
@@ -80,3 +81,14 @@ def test_missing_requirements_are_named_before_gompute_is_imported(monkeypatch):
     declared = ["numpy>=1.24", "no-such-package-here>=1", 'tqdm; extra == "progress"']
     monkeypatch.setattr(gpu_check.metadata, "requires", lambda name: declared)
     assert gpu_check.missing_requirements() == ["no-such-package-here"]
+
+
+def test_the_test_row_reads_pytests_closing_counts():
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        from gpu_tests import _summary
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    out = "....F\nFAILED tests/x.py::t - boom\n1 failed, 4 passed, 2 skipped, 1 deselected in 3.2s\n"
+    assert _summary(out) == "1 failed, 4 passed, 2 skipped, 1 deselected"
+    assert _summary("no tests ran in 0.1s\n") == "no summary line"
