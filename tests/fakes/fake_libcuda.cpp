@@ -39,6 +39,15 @@
 // Knobs: FAKE_CUDA_INIT_ERROR=<code> (cuInit's result), FAKE_CUDA_DEVICES=<0..4> (0: no
 // device), and -DFAKE_CUDA_OLD, a library lacking cuLaunchKernel, cuPointerGetAttribute
 // and the CUDA 12.x additions.
+//
+// Faults on demand: any entry point's nth call from now can be made to return a chosen code
+// and do nothing else, once: `fake_cuda_fail("cuMemAlloc_v2", nth, code)` through ctypes on
+// the loaded library (the exported symbol's name), or FAKE_CUDA_FAIL=name:nth:code[,...] for
+// the calls a process makes before a test can reach it (cuInit, cuDriverGetVersion).
+// `fake_cuda_armed()` counts the faults not fired yet, and `fake_cuda_live(kind)` what the
+// live contexts hold ("allocations", "bytes", "pinned", "streams", "events", "modules",
+// "functions"), so a test sees what a failure left behind in the driver.
+// tests/runtime/test_fault_matrix.py fails every entry point gompute resolves with them.
 #include <dlfcn.h>
 #include <elf.h>
 #include <unistd.h>
@@ -72,6 +81,7 @@ enum : CUresult {
   CUDA_ERROR_NO_DEVICE = 100, CUDA_ERROR_INVALID_DEVICE = 101, CUDA_ERROR_INVALID_IMAGE = 200,
   CUDA_ERROR_INVALID_CONTEXT = 201, CUDA_ERROR_INVALID_PTX = 218, CUDA_ERROR_INVALID_HANDLE = 400,
   CUDA_ERROR_NOT_FOUND = 500, CUDA_ERROR_LAUNCH_FAILED = 719, CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_UNKNOWN = 999,
 };
 
 struct ErrorText { CUresult code; const char* name; const char* text; };  // worded as the real driver does
@@ -89,6 +99,7 @@ constexpr ErrorText kErrors[] = {
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
 constexpr size_t kTotalMemory = size_t(1) << 30;
@@ -154,6 +165,44 @@ int env_int(const char* name, int fallback) {
   return v && *v ? std::atoi(v) : fallback;
 }
 int device_count() { return std::clamp(env_int("FAKE_CUDA_DEVICES", 1), 0, kMaxDevices); }
+
+// Injected faults: entry point name -> (calls left before the failing one, its result). A
+// fault fires once, before the call does anything, so the call has no effect but its result.
+std::mutex g_fault_mu;  // guards g_faults
+std::map<std::string, std::pair<int, CUresult>> g_faults;
+
+void arm_fault(const std::string& name, int nth, CUresult code) {
+  std::lock_guard<std::mutex> lock(g_fault_mu);
+  if (nth > 0 && code != CUDA_SUCCESS)
+    g_faults[name] = {nth, code};
+  else
+    g_faults.erase(name);
+}
+// FAKE_CUDA_FAIL=name:nth:code[,name:nth:code...], read at the first driver call, so that
+// calls made while a process starts (cuInit, cuDriverGetVersion) can fail too.
+void arm_faults_from_env() {
+  const char* spec = std::getenv("FAKE_CUDA_FAIL");
+  for (const char* p = spec; p && *p;) {
+    const char* end = std::strchr(p, ',');
+    std::string item(p, end ? size_t(end - p) : std::strlen(p));
+    char name[128] = {};
+    int nth = 0, code = 0;
+    if (std::sscanf(item.c_str(), "%127[^:]:%d:%d", name, &nth, &code) == 3) arm_fault(name, nth, code);
+    p = end ? end + 1 : nullptr;
+  }
+}
+CUresult injected(const char* name) {
+  static std::once_flag from_env;
+  std::call_once(from_env, arm_faults_from_env);
+  std::lock_guard<std::mutex> lock(g_fault_mu);
+  auto it = g_faults.find(name);
+  if (it == g_faults.end() || --it->second.first > 0) return CUDA_SUCCESS;
+  CUresult code = it->second.second;
+  g_faults.erase(it);
+  return code;
+}
+#define FAKE_INJECT() \
+  if (CUresult injected_fault = injected(__func__)) return injected_fault
 
 // The check every creating, copying, launching or synchronizing call starts with (g_mu
 // held); on success t_current is the context the call works in.
@@ -297,9 +346,36 @@ CUresult event_elapsed(float* ms, void* start, void* end) {
 
 }  // namespace
 
+// ---- Test controls (not driver API) ---------------------------------------------------
+
+// Makes the `nth` call from now of the entry point `name` (its exported symbol, cuMemAlloc_v2)
+// return `code` without doing anything; nth 0 or code 0 disarms it.
+FAKE_API void fake_cuda_fail(const char* name, int nth, int code) { arm_fault(name, nth, code); }
+// How many faults are armed and not fired yet.
+FAKE_API int fake_cuda_armed() {
+  std::lock_guard<std::mutex> lock(g_fault_mu);
+  return int(g_faults.size());
+}
+// What the live contexts hold: "allocations", "bytes", "pinned", "streams", "events",
+// "modules" or "functions"; -1 for another name.
+FAKE_API long long fake_cuda_live(const char* kind) {
+  Lock lock(g_mu);
+  const std::string k = kind ? kind : "";
+  long long n = 0;
+  for_each_context([&](Context& ctx) {
+    const Objects& o = ctx.objects;
+    n += k == "allocations" ? o.allocations.size() : k == "bytes" ? o.used : k == "pinned" ? o.pinned.size()
+       : k == "streams" ? o.streams.live.size() : k == "events" ? o.events.live.size()
+       : k == "modules" ? o.modules.live.size() : k == "functions" ? o.functions.live.size() : 0;
+  });
+  static const char* const kinds[] = {"allocations", "bytes", "pinned", "streams", "events", "modules", "functions"};
+  return std::find(std::begin(kinds), std::end(kinds), k) == std::end(kinds) ? -1 : n;
+}
+
 // ---- Initialization, errors, devices -------------------------------------------------
 
 FAKE_API CUresult cuInit(unsigned flags) {
+  FAKE_INJECT();
   if (int code = env_int("FAKE_CUDA_INIT_ERROR", 0)) return code;
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   Lock lock(g_mu);
@@ -307,39 +383,46 @@ FAKE_API CUresult cuInit(unsigned flags) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuDriverGetVersion(int* version) {
+  FAKE_INJECT();
   if (!version) return CUDA_ERROR_INVALID_VALUE;
   *version = kDriverVersion;
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuGetErrorName(CUresult code, const char** name) {
+  FAKE_INJECT();
   for (const auto& e : kErrors)
     if (e.code == code) return *name = e.name, CUDA_SUCCESS;
   *name = nullptr;
   return CUDA_ERROR_INVALID_VALUE;
 }
 FAKE_API CUresult cuGetErrorString(CUresult code, const char** text) {
+  FAKE_INJECT();
   for (const auto& e : kErrors)
     if (e.code == code) return *text = e.text, CUDA_SUCCESS;
   *text = nullptr;
   return CUDA_ERROR_INVALID_VALUE;
 }
 FAKE_API CUresult cuDeviceGetCount(int* count) {
+  FAKE_INJECT();
   if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   *count = device_count();
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuDeviceGet(CUdevice* dev, int ordinal) {
+  FAKE_INJECT();
   if (CUresult r = check_device(ordinal)) return r;
   *dev = ordinal;
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
+  FAKE_INJECT();
   if (CUresult r = check_device(dev)) return r;
   if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
   std::snprintf(name, size_t(len), "Fake CUDA Device");
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuDeviceGetAttribute(int* value, int attribute, CUdevice dev) {
+  FAKE_INJECT();
   if (CUresult r = check_device(dev)) return r;
   int major = 9, minor = 0;
   if (const char* cc = std::getenv("FAKE_CUDA_CC")) std::sscanf(cc, "%d.%d", &major, &minor);
@@ -351,6 +434,7 @@ FAKE_API CUresult cuDeviceGetAttribute(int* value, int attribute, CUdevice dev) 
   return CUDA_ERROR_INVALID_VALUE;
 }
 FAKE_API CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+  FAKE_INJECT();
   if (CUresult r = check_device(dev)) return r;
   *bytes = kTotalMemory;
   return CUDA_SUCCESS;
@@ -359,6 +443,7 @@ FAKE_API CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
 // ---- The primary context --------------------------------------------------------------
 
 FAKE_API CUresult cuDevicePrimaryCtxRetain(void** ctx, CUdevice dev) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   if (CUresult r = check_device(dev)) return r;
   g_contexts[dev].refs++;
@@ -366,6 +451,7 @@ FAKE_API CUresult cuDevicePrimaryCtxRetain(void** ctx, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   if (CUresult r = check_device(dev)) return r;
   Context& ctx = g_contexts[dev];
@@ -378,6 +464,7 @@ FAKE_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuCtxSetCurrent(void* ctx) {
+  FAKE_INJECT();
   if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   auto* c = static_cast<Context*>(ctx);
   if (c && !(c >= g_contexts && c < g_contexts + device_count())) return CUDA_ERROR_INVALID_CONTEXT;
@@ -385,6 +472,7 @@ FAKE_API CUresult cuCtxSetCurrent(void* ctx) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuCtxSynchronize() {
+  FAKE_INJECT();
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
   finish_legacy_tail(current());
@@ -394,6 +482,7 @@ FAKE_API CUresult cuCtxSynchronize() {
 // ---- Memory ----------------------------------------------------------------------------
 
 FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr* ptr, size_t n) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
   if (!ptr || n == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -406,6 +495,7 @@ FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr* ptr, size_t n) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuMemFree_v2(CUdeviceptr ptr) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   Context* ctx = holder(ptr, 0, &Objects::allocations);
   if (!ctx || !ctx->objects.allocations.count(ptr)) return CUDA_ERROR_INVALID_VALUE;  // not an allocation's start
@@ -417,6 +507,7 @@ FAKE_API CUresult cuMemFree_v2(CUdeviceptr ptr) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuMemAllocHost_v2(void** ptr, size_t n) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
   if (!ptr || n == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -425,6 +516,7 @@ FAKE_API CUresult cuMemAllocHost_v2(void** ptr, size_t n) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuMemFreeHost(void* ptr) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   Context* ctx = holder(ptr, 0, &Objects::pinned);
   if (!ctx || !ctx->objects.pinned.erase(ptr)) return CUDA_ERROR_INVALID_VALUE;
@@ -433,6 +525,7 @@ FAKE_API CUresult cuMemFreeHost(void* ptr) {
 }
 #ifndef FAKE_CUDA_OLD
 FAKE_API CUresult cuPointerGetAttribute(void* data, int attribute, CUdeviceptr ptr) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   if (!g_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!data) return CUDA_ERROR_INVALID_VALUE;
@@ -447,38 +540,47 @@ FAKE_API CUresult cuPointerGetAttribute(void* data, int attribute, CUdeviceptr p
 }
 #endif
 FAKE_API CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* s, size_t n) {
+  FAKE_INJECT();
   return copy(d, CUdeviceptr(s), n, true, false, nullptr, true);
 }
 FAKE_API CUresult cuMemcpyDtoH_v2(void* d, CUdeviceptr s, size_t n) {
+  FAKE_INJECT();
   return copy(CUdeviceptr(d), s, n, false, true, nullptr, true);
 }
 FAKE_API CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  FAKE_INJECT();
   return copy(d, s, n, true, true, nullptr, true);
 }
 FAKE_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* s, size_t n, void* stream) {
+  FAKE_INJECT();
   return copy(d, CUdeviceptr(s), n, true, false, stream);
 }
 FAKE_API CUresult cuMemcpyDtoHAsync_v2(void* d, CUdeviceptr s, size_t n, void* stream) {
+  FAKE_INJECT();
   return copy(CUdeviceptr(d), s, n, false, true, stream);
 }
 FAKE_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void* stream) {
+  FAKE_INJECT();
   return copy(d, s, n, true, true, stream);
 }
 
 // ---- Streams and events -------------------------------------------------------------------
 
 FAKE_API CUresult cuStreamCreate(void** stream, unsigned flags) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
   *stream = current().streams.add(std::make_unique<Stream>(Stream{flags}));
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuStreamDestroy_v2(void* stream) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   Context* ctx = owner(stream, &Objects::streams).first;
   return ctx && ctx->objects.streams.live.erase(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 FAKE_API CUresult cuStreamSynchronize(void* stream) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
   Objects* objects = default_stream(stream) ? &current() : nullptr;  // a created stream: its own context's
@@ -489,12 +591,14 @@ FAKE_API CUresult cuStreamSynchronize(void* stream) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuStreamWaitEvent(void* stream, void* event, unsigned) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
   // The event may be another device's: the driver allows a wait across devices.
   return known_stream(stream) && owner(event, &Objects::events).second ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 FAKE_API CUresult cuEventCreate(void** event, unsigned flags) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
   auto e = std::make_unique<Event>();
@@ -503,11 +607,13 @@ FAKE_API CUresult cuEventCreate(void** event, unsigned flags) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuEventDestroy_v2(void* event) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   Context* ctx = owner(event, &Objects::events).first;
   return ctx && ctx->objects.events.live.erase(event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 FAKE_API CUresult cuEventRecord(void* event, void* stream) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
   Event* e = current().events.find(event);
@@ -518,19 +624,32 @@ FAKE_API CUresult cuEventRecord(void* event, void* stream) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuEventSynchronize(void* event) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
   return owner(event, &Objects::events).second ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
-FAKE_API CUresult cuEventQuery(void* event) { return cuEventSynchronize(event); }  // all work is done
-FAKE_API CUresult cuEventElapsedTime(float* ms, void* start, void* end) { return event_elapsed(ms, start, end); }
+FAKE_API CUresult cuEventQuery(void* event) {
+  FAKE_INJECT();
+  Lock lock(g_mu);
+  if (CUresult r = in_context()) return r;
+  return owner(event, &Objects::events).second ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;  // all work is done
+}
+FAKE_API CUresult cuEventElapsedTime(float* ms, void* start, void* end) {
+  FAKE_INJECT();
+  return event_elapsed(ms, start, end);
+}
 #ifndef FAKE_CUDA_OLD
-FAKE_API CUresult cuEventElapsedTime_v2(float* ms, void* start, void* end) { return event_elapsed(ms, start, end); }
+FAKE_API CUresult cuEventElapsedTime_v2(float* ms, void* start, void* end) {
+  FAKE_INJECT();
+  return event_elapsed(ms, start, end);
+}
 #endif
 
 // ---- Modules and launches ----------------------------------------------------------------
 
 FAKE_API CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned n, int* options, void** values) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
   if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
@@ -561,6 +680,7 @@ FAKE_API CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned 
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuModuleUnload(void* module) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   auto [ctx, m] = owner(module, &Objects::modules);
   if (!m) return CUDA_ERROR_INVALID_HANDLE;
@@ -569,6 +689,7 @@ FAKE_API CUresult cuModuleUnload(void* module) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuModuleGetFunction(void** function, void* module, const char* name) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   Module* m = owner(module, &Objects::modules).second;
   if (!m) return CUDA_ERROR_INVALID_HANDLE;
@@ -579,6 +700,7 @@ FAKE_API CUresult cuModuleGetFunction(void** function, void* module, const char*
 
 #ifndef FAKE_CUDA_OLD
 FAKE_API CUresult cuModuleGetFunctionCount(unsigned* count, void* module) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   Module* m = owner(module, &Objects::modules).second;
   if (!m) return CUDA_ERROR_INVALID_HANDLE;
@@ -586,6 +708,7 @@ FAKE_API CUresult cuModuleGetFunctionCount(unsigned* count, void* module) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuModuleEnumerateFunctions(void** functions, unsigned n, void* module) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   Module* m = owner(module, &Objects::modules).second;
   if (!m) return CUDA_ERROR_INVALID_HANDLE;
@@ -594,6 +717,7 @@ FAKE_API CUresult cuModuleEnumerateFunctions(void** functions, unsigned n, void*
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuFuncGetName(const char** name, void* function) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   Function* f = owner(function, &Objects::functions).second;
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
@@ -601,6 +725,7 @@ FAKE_API CUresult cuFuncGetName(const char** name, void* function) {
   return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuFuncGetParamInfo(void* function, size_t index, size_t* offset, size_t* size) {
+  FAKE_INJECT();
   Lock lock(g_mu);
   Function* f = owner(function, &Objects::functions).second;
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
@@ -626,6 +751,7 @@ void trap(const gompute_host_launch* launch, const char* message) {
 
 FAKE_API CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                  unsigned bz, unsigned shared_bytes, void* stream, void** params, void** extra) {
+  FAKE_INJECT();
   Function fn;
   Context* ctx = nullptr;
   {
