@@ -85,17 +85,17 @@ std::shared_ptr<Context> Context::get(BackendKind kind, int ordinal) {
   Driver& drv = driver(kind);
   drv.ensure_loaded();
   std::lock_guard<std::mutex> lock(g_registry_mu);
-  auto& slot = g_contexts[{int(kind), ordinal}];
-  if (!slot) {
-    int count = drv.device_count();
-    if (ordinal < 0 || ordinal >= count) {
-      g_contexts.erase({int(kind), ordinal});
-      raise(ErrorKind::ArgumentError, std::string(backend_name(kind)) + " has " + std::to_string(count) +
-                                          " device(s); ordinal " + std::to_string(ordinal) + " is out of range");
-    }
-    slot = std::make_shared<Context>(kind, ordinal);
-  }
-  return slot;
+  auto found = g_contexts.find({int(kind), ordinal});
+  if (found != g_contexts.end()) return found->second;
+  // The registry only ever holds retained contexts: shutdown() walks it, so a failed count
+  // or retain must leave no slot behind.
+  int count = drv.device_count();
+  if (ordinal < 0 || ordinal >= count)
+    raise(ErrorKind::ArgumentError, std::string(backend_name(kind)) + " has " + std::to_string(count) +
+                                        " device(s); ordinal " + std::to_string(ordinal) + " is out of range");
+  auto ctx = std::make_shared<Context>(kind, ordinal);
+  g_contexts.emplace(std::make_pair(int(kind), ordinal), ctx);
+  return ctx;
 }
 
 std::string Context::describe() const { return std::string(backend_name(kind_)) + ":" + std::to_string(ordinal_); }
