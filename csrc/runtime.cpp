@@ -41,8 +41,11 @@ std::atomic<uint64_t> g_next_context_id{1};
 // Per thread and backend: the id of the context last made current.
 thread_local uint64_t t_current[3] = {0, 0, 0};
 
+// Names the vendor's code too, as the exception would have: a warning is all a user sees of it.
 void warn(const std::string& what, const std::exception& e) {
-  std::fprintf(stderr, "gompute: warning: %s failed: %s\n", what.c_str(), e.what());
+  const auto* error = dynamic_cast<const Error*>(&e);
+  std::string code = error && !error->code().empty() ? " (" + error->code() + ")" : "";
+  std::fprintf(stderr, "gompute: warning: %s failed: %s%s\n", what.c_str(), e.what(), code.c_str());
 }
 
 template <typename Fn>
