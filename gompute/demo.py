@@ -4,7 +4,7 @@
    expression for the same math.
 2. Where PyTorch is installed, a round trip NumPy -> torch -> gompute -> NumPy that copies nothing.
 3. The runtime by hand: `scale_relu` written by hand for the backend (PTX for CUDA, C++ against
-   the host ABI for the host backend), loaded, launched and checked. Without a GPU this part
+   the host launch convention for the host backend), loaded, launched and checked. Without a GPU this part
    runs on the host backend and says so.
 """
 

@@ -28,7 +28,7 @@ def _gib(nbytes: int) -> str:
 
 def _driver_text(backend: Backend, version: int) -> str:
     if backend is Backend.host:
-        return f"host ABI {version}"
+        return f"host launch convention {version}"
     if backend is Backend.cuda:
         return "CUDA driver {}.{}".format(*cuda_version(version))
     return f"HIP driver {version}"

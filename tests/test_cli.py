@@ -50,7 +50,7 @@ def test_info_says_version_compilers_cache_and_cuda_extra(tmp_path):
     assert set(lines) == {"host compiler", "NVRTC", "kernel cache", "CUDA extra"}
     assert lines["kernel cache"] == f"{tmp_path} (from GOMPUTE_CACHE_DIR)"
     assert "gompute[cuda" in lines["CUDA extra"]
-    assert "host  usable: host ABI" in done.stdout
+    assert "host  usable: host launch convention" in done.stdout
 
 
 def test_the_extras_read_back_are_those_pyproject_offers():

@@ -1,7 +1,7 @@
 """Run generated host kernels in tests.
 
 Through the public runtime (`g.runtime.host`) when gompute's C++ core is built; before that,
-by calling the shared object's entry point with ctypes, exactly as the host ABI says
+by calling the shared object's entry point with ctypes, exactly as the host launch convention says
 (include/gompute/host_launch.h). Both paths take the same arguments and give the same results.
 """
 

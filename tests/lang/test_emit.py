@@ -133,7 +133,7 @@ def test_stale_emitted_kernel_falls_back_to_compiling_with_a_warning(emitted):
 
 
 def test_a_kernel_emitted_by_another_gompute_is_not_its_own(emitted, monkeypatch):
-    """The emitted hash covers the preludes, the host ABI and gompute's version, not only the
+    """The emitted hash covers the preludes, the host launch convention and gompute's version, not only the
     kernel's code: a package left by an older gompute is compiled over, with the warning."""
     monkeypatch.setattr(lookup, "_toolchain_digest", lambda: "another gompute's preludes")
     with pytest.warns(UserWarning, match="older scale_relu"):
