@@ -6,24 +6,33 @@
 // compute capability FAKE_CUDA_CC or 9.0, 1 GiB, 132 SMs each) behind driver 12080, with
 // the real error codes and names. Device pointers are host pointers, in one address space
 // as under unified addressing (cuPointerGetAttribute tells a pointer's device and
-// context, interior pointers too); every stream runs its work at enqueue, so events record
-// the time of their enqueue. A module image is a host-ABI shared object
+// context, interior pointers too). A module image is a host-ABI shared object
 // (gompute/host_launch.h) standing in for a CUBIN: its kernels are the names in its
 // exported, NULL-terminated `const char* fake_cuda_kernels[]` (the CUBIN's function
 // table), `NAME_gompute_arity` gives a kernel's parameter count, and a launch runs the
-// whole grid in one call of the entry. A trap is CUDA_ERROR_LAUNCH_FAILED, sticky for
-// the rest of the process in that device's context, as on a GPU. Any other image is PTX, which the fake cannot
-// JIT: CUDA_ERROR_INVALID_PTX, with a message in the JIT error log.
+// whole grid in one call of the entry. A trap is CUDA_ERROR_LAUNCH_FAILED, sticky for the
+// rest of the process in that device's context, as on a GPU. Any other image is PTX, which
+// the fake cannot JIT: CUDA_ERROR_INVALID_PTX, with a message in the JIT error log.
 //
-// The one asynchrony it has is the legacy default stream's: a synchronous copy from pageable
-// host memory, or between two device buffers, returns before its bytes land, as the driver
-// API's "API synchronization behavior" allows. They land when the legacy stream next moves:
-// work on it or on a stream that synchronizes with it (a blocking stream, the per-thread
-// default stream), a synchronize of one of those, a context synchronize, or a free. Work on a
-// non-blocking stream does not wait for them and sees the old bytes.
+// Streams run behind the host, so that a missing wait or a launch on the wrong stream gives a
+// wrong result rather than a pass. Each stream, and each context's default stream (the legacy
+// and the per-thread one are the same here), is a worker thread running its work in order,
+// each operation after a random delay of half to twice FAKE_CUDA_DELAY_US (100 unless set; 0
+// for none); an operation the host waits for (a copy into pageable memory, a synchronous copy
+// with pinned memory) has no delay of its own. The legacy stream orders work as the driver
+// does: a blocking stream's work waits for the legacy stream's earlier work, and the legacy
+// stream's for every blocking stream's; a non-blocking stream waits for neither. A launch
+// copies its kernelParams (up to 4 KiB each, as far as readable: the fake has no sizes) and
+// returns; a kernel without an exported parameter count reads them in place, so its launch
+// returns once it has run. Events complete when the stream reaches them, and their time is
+// then; cuEventQuery and cuEventElapsedTime say CUDA_ERROR_NOT_READY before. A synchronous
+// copy from pageable memory stages the bytes and returns, and one between two device buffers
+// returns at once, as the driver API's "API synchronization behavior" allows: they land when
+// the legacy stream reaches them. Synchronizes, frees and unloads wait for the work they must;
+// a kernel's fault is returned by the synchronize that waited for it, and every later call.
 //
-// What it is not: a GPU emulator. No other asynchrony, no limits beyond memory and 1024
-// threads per block, no kernelParams sizes (cuFuncGetParamInfo reports 8 bytes each),
+// What it is not: a GPU emulator. No limits beyond memory and 1024 threads per block, no
+// kernelParams sizes (cuFuncGetParamInfo reports 8 bytes each),
 // no `extra` launch arguments. An overlapping device-to-device copy, undefined on a GPU,
 // fills the destination with 0xDB so a caller relying on it sees the damage.
 //
@@ -37,7 +46,7 @@
 // is always on). Releasing a primary context's last reference frees everything it held.
 //
 // Knobs: FAKE_CUDA_INIT_ERROR=<code> (cuInit's result), FAKE_CUDA_DEVICES=<0..4> (0: no
-// device), and -DFAKE_CUDA_OLD, a library lacking cuLaunchKernel, cuPointerGetAttribute
+// device), FAKE_CUDA_DELAY_US=<mean delay of queued work>, and -DFAKE_CUDA_OLD, a library lacking cuLaunchKernel, cuPointerGetAttribute
 // and the CUDA 12.x additions.
 //
 // Faults on demand: any entry point's nth call from now can be made to return a chosen code
@@ -49,6 +58,7 @@
 // "functions"), so a test sees what a failure left behind in the driver.
 // tests/runtime/test_fault_matrix.py fails every entry point gompute resolves with them.
 #include <dlfcn.h>
+#include <sys/uio.h>
 #include <elf.h>
 #include <unistd.h>
 
@@ -61,8 +71,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <condition_variable>
+#include <deque>
 #include <mutex>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gompute/host_launch.h>
@@ -80,7 +94,7 @@ enum : CUresult {
   CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_OUT_OF_MEMORY = 2, CUDA_ERROR_NOT_INITIALIZED = 3,
   CUDA_ERROR_NO_DEVICE = 100, CUDA_ERROR_INVALID_DEVICE = 101, CUDA_ERROR_INVALID_IMAGE = 200,
   CUDA_ERROR_INVALID_CONTEXT = 201, CUDA_ERROR_INVALID_PTX = 218, CUDA_ERROR_INVALID_HANDLE = 400,
-  CUDA_ERROR_NOT_FOUND = 500, CUDA_ERROR_LAUNCH_FAILED = 719, CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_NOT_FOUND = 500, CUDA_ERROR_NOT_READY = 600, CUDA_ERROR_LAUNCH_FAILED = 719, CUDA_ERROR_NOT_SUPPORTED = 801,
   CUDA_ERROR_UNKNOWN = 999,
 };
 
@@ -97,6 +111,7 @@ constexpr ErrorText kErrors[] = {
     {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
     {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
@@ -118,8 +133,101 @@ void* const kStreamPerThread = reinterpret_cast<void*>(0x2);
 
 constexpr unsigned kStreamNonBlocking = 0x1;
 
-struct Stream { unsigned flags = 0; };
-struct Event { unsigned flags = 0; bool recorded = false; Clock::time_point when; };
+// The completion of one queued operation: waited for by the host and by other streams.
+struct Done {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  Clock::time_point when;  // when it completed: an event's timestamp
+  void finish() {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+    when = Clock::now();
+    cv.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [this] { return done; });
+  }
+  bool ready() {
+    std::lock_guard<std::mutex> lock(mu);
+    return done;
+  }
+};
+using DonePtr = std::shared_ptr<Done>;
+
+int env_int(const char* name, int fallback);
+
+// A stream's worker: runs the stream's operations in order on a thread of its own, each after
+// a delay (FAKE_CUDA_DELAY_US, on average), so that the host and other streams run ahead of it
+// as they do of a GPU. An operation the host is waiting for (a copy into host memory) has no
+// delay of its own, so that it overtakes work on other streams it was not ordered after, and
+// reads what a missing wait would read. Operations never take g_mu, so waiting for one under it
+// cannot deadlock.
+class Queue {
+ public:
+  Queue() : rng_(std::random_device{}()), worker_([this] { run(); }) {}
+  ~Queue() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();  // runs what is queued first
+  }
+  // Queues `op` after `deps` complete; returns its completion (g_mu held: last_ is read under it).
+  DonePtr push(std::function<void()> op, std::vector<DonePtr> deps = {}, bool awaited = false) {
+    auto done = std::make_shared<Done>();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ops_.push_back({[op = std::move(op), deps = std::move(deps), done] {
+                        for (const DonePtr& d : deps) d->wait();
+                        op();
+                        done->finish();
+                      },
+                      awaited});
+    }
+    cv_.notify_all();
+    return last_ = done;
+  }
+  DonePtr last() const { return last_; }  // g_mu held
+
+ private:
+  void run() {
+    const int mean_us = env_int("FAKE_CUDA_DELAY_US", 100);
+    for (;;) {
+      Op op;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return stop_ || !ops_.empty(); });
+        if (ops_.empty()) return;
+        op = std::move(ops_.front());
+        ops_.pop_front();
+      }
+      if (mean_us > 0 && !op.awaited)  // half to twice the mean: two streams' work interleaves differently
+        std::this_thread::sleep_for(std::chrono::microseconds(
+            std::uniform_int_distribution<int>(mean_us / 2, mean_us * 2)(rng_)));
+      op.run();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  struct Op {
+    std::function<void()> run;
+    bool awaited = false;
+  };
+  std::deque<Op> ops_;
+  bool stop_ = false;
+  DonePtr last_;
+  std::mt19937 rng_;
+  std::thread worker_;  // last: starts once the rest is built
+};
+
+struct Stream {
+  unsigned flags = 0;
+  std::unique_ptr<Queue> queue = std::make_unique<Queue>();
+};
+struct Event { unsigned flags = 0; DonePtr recorded; };  // the completion of its latest record
 struct Function { std::string name; gompute_host_kernel entry = nullptr; int arity = -1; };  // -1: not exported
 struct Module {
   void* handle = nullptr;
@@ -144,7 +252,7 @@ struct Objects {
   Handles<Event> events;
   Handles<Function> functions;
   Handles<Module> modules;
-  std::vector<std::function<void()>> legacy_tail;  // synchronous copies not landed yet, oldest first
+  std::unique_ptr<Queue> legacy;  // the default streams', made at first use
 };
 
 // A device's primary context.
@@ -259,10 +367,39 @@ bool syncs_with_legacy(Objects& objects, void* s) {
   Stream* stream = default_stream(s) ? nullptr : objects.streams.find(s);
   return !stream || !(stream->flags & kStreamNonBlocking);
 }
-// Lands the legacy stream's early-returned copies (g_mu held).
-void finish_legacy_tail(Objects& objects) {
-  for (auto& land : objects.legacy_tail) land();
-  objects.legacy_tail.clear();
+Queue& legacy(Objects& objects) {
+  if (!objects.legacy) objects.legacy = std::make_unique<Queue>();
+  return *objects.legacy;
+}
+// Queues `op` on the known stream `s` of `objects`, ordered as the legacy default stream
+// orders work: after the legacy stream's earlier work on a blocking stream, after every
+// blocking stream's earlier work on the legacy one (g_mu held).
+DonePtr enqueue(Objects& objects, void* s, std::function<void()> op, bool awaited = false) {
+  std::vector<DonePtr> deps;
+  if (default_stream(s)) {
+    for (auto& [handle, stream] : objects.streams.live)
+      if (!(stream->flags & kStreamNonBlocking) && stream->queue->last()) deps.push_back(stream->queue->last());
+    return legacy(objects).push(std::move(op), std::move(deps), awaited);
+  }
+  if (syncs_with_legacy(objects, s) && objects.legacy && objects.legacy->last()) deps.push_back(objects.legacy->last());
+  return objects.streams.find(s)->queue->push(std::move(op), std::move(deps), awaited);
+}
+// The latest operation of `s` (a known stream), or of every stream of `objects` (g_mu held).
+std::vector<DonePtr> work_of(Objects& objects, void* s) {
+  Queue* q = default_stream(s) ? objects.legacy.get() : objects.streams.find(s)->queue.get();
+  return q && q->last() ? std::vector<DonePtr>{q->last()} : std::vector<DonePtr>{};
+}
+std::vector<DonePtr> all_work(Objects& objects) {
+  std::vector<DonePtr> work = work_of(objects, nullptr);
+  for (auto& [handle, stream] : objects.streams.live)
+    if (stream->queue->last()) work.push_back(stream->queue->last());
+  return work;
+}
+// Waits for `work` with g_mu released, so that other threads' calls go on meanwhile.
+void wait_unlocked(std::unique_lock<std::mutex>& lock, const std::vector<DonePtr>& work) {
+  lock.unlock();
+  for (const DonePtr& d : work) d->wait();
+  lock.lock();
 }
 
 void move_bytes(CUdeviceptr dst, CUdeviceptr src, size_t n, bool device_to_device) {
@@ -272,28 +409,31 @@ void move_bytes(CUdeviceptr dst, CUdeviceptr src, size_t n, bool device_to_devic
     std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
 }
 
-// A copy checks its ranges, then runs at once, but for the synchronous (not ...Async) ones
-// the driver lets return early (see the header): those land with the legacy stream's tail.
+// A copy checks its ranges and is queued on its stream (the legacy one for the synchronous,
+// not ...Async, ones). Pageable host memory is staged at the call, which then returns, as the
+// driver's does; a copy into pageable memory, and a synchronous one with pinned memory, returns
+// when its bytes have landed. A synchronous device-to-device copy returns at once.
 CUresult copy(CUdeviceptr dst, CUdeviceptr src, size_t n, bool dst_device, bool src_device, void* stream,
               bool synchronous = false) {
+  DonePtr done;
   {
     Lock lock(g_mu);
     if (CUresult r = in_context()) return r;
     if (!known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
     if ((dst_device && !on_device(dst, n)) || (src_device && !on_device(src, n))) return CUDA_ERROR_INVALID_VALUE;
-    if (syncs_with_legacy(current(), stream)) finish_legacy_tail(current());
-    if (synchronous && dst_device && src_device) {
-      current().legacy_tail.push_back([=] { move_bytes(dst, src, n, true); });
+    const void* host_src = reinterpret_cast<const void*>(src);
+    if (!src_device && !in_pinned(host_src, n)) {
+      auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(host_src),
+                                                        static_cast<const char*>(host_src) + n);
+      enqueue(current(), stream, [=] { std::memcpy(reinterpret_cast<void*>(dst), staged->data(), n); });
       return CUDA_SUCCESS;
     }
-    if (synchronous && dst_device && !in_pinned(reinterpret_cast<const void*>(src), n)) {
-      auto staged = std::make_shared<std::vector<char>>(reinterpret_cast<const char*>(src),
-                                                        reinterpret_cast<const char*>(src) + n);
-      current().legacy_tail.push_back([=] { std::memcpy(reinterpret_cast<void*>(dst), staged->data(), n); });
-      return CUDA_SUCCESS;
-    }
+    bool into_pageable = !dst_device && !in_pinned(reinterpret_cast<const void*>(dst), n);
+    bool awaited = into_pageable || (synchronous && !(dst_device && src_device));
+    done = enqueue(current(), stream, [=] { move_bytes(dst, src, n, dst_device && src_device); }, awaited);
+    if (!awaited) return CUDA_SUCCESS;
   }
-  move_bytes(dst, src, n, dst_device && src_device);
+  done->wait();
   return CUDA_SUCCESS;
 }
 
@@ -340,7 +480,8 @@ CUresult event_elapsed(float* ms, void* start, void* end) {
   if (!ms) return CUDA_ERROR_INVALID_VALUE;
   if (!a || !b || !a->recorded || !b->recorded || ((a->flags | b->flags) & kEventDisableTiming))
     return CUDA_ERROR_INVALID_HANDLE;
-  *ms = std::chrono::duration<float, std::milli>(b->when - a->when).count();
+  if (!a->recorded->ready() || !b->recorded->ready()) return CUDA_ERROR_NOT_READY;
+  *ms = std::chrono::duration<float, std::milli>(b->recorded->when - a->recorded->when).count();
   return CUDA_SUCCESS;
 }
 
@@ -452,12 +593,12 @@ FAKE_API CUresult cuDevicePrimaryCtxRetain(void** ctx, CUdevice dev) {
 }
 FAKE_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   FAKE_INJECT();
-  Lock lock(g_mu);
+  std::unique_lock<std::mutex> lock(g_mu);
   if (CUresult r = check_device(dev)) return r;
   Context& ctx = g_contexts[dev];
   if (ctx.refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
   if (--ctx.refs > 0) return CUDA_SUCCESS;
-  finish_legacy_tail(ctx.objects);
+  wait_unlocked(lock, all_work(ctx.objects));
   for (auto& [ptr, size] : ctx.objects.allocations) std::free(reinterpret_cast<void*>(ptr));
   for (auto& [ptr, size] : ctx.objects.pinned) std::free(ptr);
   ctx.objects = Objects{};  // unloads the modules too
@@ -473,10 +614,11 @@ FAKE_API CUresult cuCtxSetCurrent(void* ctx) {
 }
 FAKE_API CUresult cuCtxSynchronize() {
   FAKE_INJECT();
-  Lock lock(g_mu);
+  std::unique_lock<std::mutex> lock(g_mu);
   if (CUresult r = in_context()) return r;
-  finish_legacy_tail(current());
-  return CUDA_SUCCESS;
+  Context* ctx = t_current;
+  wait_unlocked(lock, all_work(current()));
+  return ctx->sticky.load();  // a fault in the work waited for
 }
 
 // ---- Memory ----------------------------------------------------------------------------
@@ -496,11 +638,12 @@ FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr* ptr, size_t n) {
 }
 FAKE_API CUresult cuMemFree_v2(CUdeviceptr ptr) {
   FAKE_INJECT();
-  Lock lock(g_mu);
+  std::unique_lock<std::mutex> lock(g_mu);
   Context* ctx = holder(ptr, 0, &Objects::allocations);
   if (!ctx || !ctx->objects.allocations.count(ptr)) return CUDA_ERROR_INVALID_VALUE;  // not an allocation's start
+  wait_unlocked(lock, all_work(ctx->objects));  // cuMemFree waits for the device
   Objects& objects = ctx->objects;
-  finish_legacy_tail(objects);  // cuMemFree waits for the device
+  if (!objects.allocations.count(ptr)) return CUDA_ERROR_INVALID_VALUE;  // freed by another thread meanwhile
   std::free(reinterpret_cast<void*>(ptr));
   objects.used -= objects.allocations[ptr];
   objects.allocations.erase(ptr);
@@ -575,27 +718,35 @@ FAKE_API CUresult cuStreamCreate(void** stream, unsigned flags) {
 }
 FAKE_API CUresult cuStreamDestroy_v2(void* stream) {
   FAKE_INJECT();
-  Lock lock(g_mu);
-  Context* ctx = owner(stream, &Objects::streams).first;
-  return ctx && ctx->objects.streams.live.erase(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  std::unique_ptr<Stream> doomed;  // its queue runs what it holds when destroyed, without g_mu
+  {
+    Lock lock(g_mu);
+    Context* ctx = owner(stream, &Objects::streams).first;
+    if (!ctx) return CUDA_ERROR_INVALID_HANDLE;
+    auto it = ctx->objects.streams.live.find(stream);
+    doomed = std::move(it->second);
+    ctx->objects.streams.live.erase(it);
+  }
+  return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuStreamSynchronize(void* stream) {
   FAKE_INJECT();
-  Lock lock(g_mu);
+  std::unique_lock<std::mutex> lock(g_mu);
   if (CUresult r = in_context()) return r;
-  Objects* objects = default_stream(stream) ? &current() : nullptr;  // a created stream: its own context's
-  if (!objects)
-    if (Context* ctx = owner(stream, &Objects::streams).first) objects = &ctx->objects;
-  if (!objects) return CUDA_ERROR_INVALID_HANDLE;
-  if (syncs_with_legacy(*objects, stream)) finish_legacy_tail(*objects);
-  return CUDA_SUCCESS;
+  Context* ctx = default_stream(stream) ? t_current : owner(stream, &Objects::streams).first;  // a created stream: its own context's
+  if (!ctx) return CUDA_ERROR_INVALID_HANDLE;
+  wait_unlocked(lock, work_of(ctx->objects, stream));
+  return ctx->sticky.load();
 }
 FAKE_API CUresult cuStreamWaitEvent(void* stream, void* event, unsigned) {
   FAKE_INJECT();
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
   // The event may be another device's: the driver allows a wait across devices.
-  return known_stream(stream) && owner(event, &Objects::events).second ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  Event* e = owner(event, &Objects::events).second;
+  if (!known_stream(stream) || !e) return CUDA_ERROR_INVALID_HANDLE;
+  if (DonePtr recorded = e->recorded) enqueue(current(), stream, [recorded] { recorded->wait(); });
+  return CUDA_SUCCESS;
 }
 FAKE_API CUresult cuEventCreate(void** event, unsigned flags) {
   FAKE_INJECT();
@@ -618,22 +769,26 @@ FAKE_API CUresult cuEventRecord(void* event, void* stream) {
   if (CUresult r = in_context()) return r;
   Event* e = current().events.find(event);
   if (!e || !known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  if (syncs_with_legacy(current(), stream)) finish_legacy_tail(current());
-  e->recorded = true;
-  e->when = Clock::now();
+  e->recorded = enqueue(current(), stream, [] {});  // its completion's time is the event's
   return CUDA_SUCCESS;
 }
+// An event never recorded has nothing to wait for, as on a GPU.
 FAKE_API CUresult cuEventSynchronize(void* event) {
   FAKE_INJECT();
-  Lock lock(g_mu);
+  std::unique_lock<std::mutex> lock(g_mu);
   if (CUresult r = in_context()) return r;
-  return owner(event, &Objects::events).second ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  auto [ctx, e] = owner(event, &Objects::events);
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  if (DonePtr recorded = e->recorded) wait_unlocked(lock, {recorded});
+  return ctx->sticky.load();
 }
 FAKE_API CUresult cuEventQuery(void* event) {
   FAKE_INJECT();
   Lock lock(g_mu);
   if (CUresult r = in_context()) return r;
-  return owner(event, &Objects::events).second ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;  // all work is done
+  Event* e = owner(event, &Objects::events).second;
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  return !e->recorded || e->recorded->ready() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 FAKE_API CUresult cuEventElapsedTime(float* ms, void* start, void* end) {
   FAKE_INJECT();
@@ -681,7 +836,10 @@ FAKE_API CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned 
 }
 FAKE_API CUresult cuModuleUnload(void* module) {
   FAKE_INJECT();
-  Lock lock(g_mu);
+  std::unique_lock<std::mutex> lock(g_mu);
+  Context* holder = owner(module, &Objects::modules).first;
+  if (!holder) return CUDA_ERROR_INVALID_HANDLE;
+  wait_unlocked(lock, all_work(holder->objects));  // queued launches run its code
   auto [ctx, m] = owner(module, &Objects::modules);
   if (!m) return CUDA_ERROR_INVALID_HANDLE;
   for (Function* f : m->functions) ctx->objects.functions.live.erase(f);
@@ -737,6 +895,34 @@ FAKE_API CUresult cuFuncGetParamInfo(void* function, size_t index, size_t* offse
 }
 
 namespace {
+// A launch's copy of its kernelParams. The fake knows a kernel's parameter count but not their
+// sizes, so it copies up to kMaxParamBytes of each (the driver's limit for all of them), as much
+// as is readable: the bytes past a parameter are never read by the kernel. Where the copy cannot
+// be made (no parameter count, process_vm_readv refused) the launch reads them in place and
+// cuLaunchKernel returns once it has run.
+constexpr size_t kMaxParamBytes = 4096;
+struct KernelArgs {
+  std::vector<std::vector<unsigned char>> bytes;
+  std::vector<void*> copies;
+  void** in_place;
+  bool copied = false;
+  KernelArgs(void** params, int arity) : in_place(params) {
+    copied = arity >= 0 && std::all_of(params, params + arity, [this](void* p) { return copy(p); });
+    for (auto& b : bytes) copies.push_back(b.data());
+  }
+  void* const* pointers() { return copied ? copies.data() : in_place; }
+
+ private:
+  bool copy(void* p) {
+    std::vector<unsigned char> into(kMaxParamBytes);
+    iovec local{into.data(), into.size()}, remote{p, into.size()};
+    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    if (n <= 0) return false;
+    bytes.push_back(std::move(into));
+    return true;
+  }
+};
+
 struct LaunchFault {
   const std::string* kernel;
   bool trapped = false;
@@ -752,39 +938,42 @@ void trap(const gompute_host_launch* launch, const char* message) {
 FAKE_API CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                  unsigned bz, unsigned shared_bytes, void* stream, void** params, void** extra) {
   FAKE_INJECT();
-  Function fn;
-  Context* ctx = nullptr;
+  DonePtr done;
   {
     Lock lock(g_mu);
     if (CUresult r = in_context()) return r;
     Function* f = current().functions.find(function);  // another context's: an invalid handle here
     if (!f || !known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
     if (extra) return CUDA_ERROR_NOT_SUPPORTED;
-    if (syncs_with_legacy(current(), stream)) finish_legacy_tail(current());
     if (!gx || !gy || !gz || !bx || !by || !bz || uint64_t(bx) * by * bz > kMaxThreadsPerBlock ||
         (f->arity > 0 && !params))
       return CUDA_ERROR_INVALID_VALUE;
-    fn = *f;  // the kernel runs without the lock, so launches from several threads overlap
-    ctx = t_current;
+    // The driver copies kernelParams at the launch; the caller's storage may be gone when it runs.
+    auto args = std::make_shared<KernelArgs>(params, f->arity);
+    gompute_host_launch launch{};
+    launch.launch_version = GOMPUTE_HOST_LAUNCH_VERSION;
+    launch.arg_count = f->arity > 0 ? uint32_t(f->arity) : 0;
+    launch.grid_dim = {gx, gy, gz};
+    launch.block_dim = {bx, by, bz};
+    launch.block_end = uint64_t(gx) * gy * gz;
+    launch.shared_bytes = shared_bytes;
+    launch.trap = trap;
+    Context* ctx = t_current;
+    done = enqueue(current(), stream, [fn = *f, ctx, args, launch]() mutable {
+      std::vector<unsigned char> shared(launch.shared_bytes);
+      LaunchFault fault{&fn.name};
+      launch.args = args->pointers();
+      launch.shared = launch.shared_bytes ? shared.data() : nullptr;
+      launch.runtime = &fault;
+      fn.entry(&launch);
+      if (fault.trapped) {
+        CUresult none = CUDA_SUCCESS;
+        ctx->sticky.compare_exchange_strong(none, CUDA_ERROR_LAUNCH_FAILED);
+      }
+    });
+    if (args->copied) return CUDA_SUCCESS;  // a fault surfaces at the next synchronize, as on a GPU
   }
-  std::vector<unsigned char> shared(shared_bytes);
-  LaunchFault fault{&fn.name};
-  gompute_host_launch launch{};
-  launch.launch_version = GOMPUTE_HOST_LAUNCH_VERSION;
-  launch.arg_count = fn.arity > 0 ? uint32_t(fn.arity) : 0;
-  launch.args = params;
-  launch.grid_dim = {gx, gy, gz};
-  launch.block_dim = {bx, by, bz};
-  launch.block_end = uint64_t(gx) * gy * gz;
-  launch.shared = shared_bytes ? shared.data() : nullptr;
-  launch.shared_bytes = shared_bytes;
-  launch.trap = trap;
-  launch.runtime = &fault;
-  fn.entry(&launch);
-  if (fault.trapped) {
-    CUresult none = CUDA_SUCCESS;
-    ctx->sticky.compare_exchange_strong(none, CUDA_ERROR_LAUNCH_FAILED);
-  }
-  return CUDA_SUCCESS;  // a fault surfaces at the next synchronize, as on a GPU
+  done->wait();  // the caller's arguments are read in place: they live until this returns
+  return CUDA_SUCCESS;
 }
 #endif
