@@ -61,7 +61,7 @@ def _symbols() -> dict[str, list[str]]:
     return found
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def cuda():
     compute = open_compute(g.Backend.cuda)
     if not images.is_fake(compute):
@@ -69,7 +69,7 @@ def cuda():
     return compute
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def fake(cuda):
     """The fake driver gompute loaded (dlopen of the same path gives the same library)."""
     lib = ctypes.CDLL(os.environ["GOMPUTE_LIBCUDA"])
@@ -457,3 +457,32 @@ def test_every_resolved_entry_point_is_failed_by_a_scenario():
     covered = {c.slot for c in RAISING + RELEASES} | set(STARTUP)
     covered |= FAILED_BY_TESTS
     assert covered == set(_symbols())
+
+
+# ---- the fake's streams run behind the host ---------------------------------------------
+
+GATE_TEXT = """
+extern "C" __global__ void fault_matrix_gate(const volatile unsigned* open, unsigned long long spins) {
+  for (unsigned long long i = 0; i < spins && *open == 0; ++i) {
+  }
+}
+"""
+
+
+def test_work_on_a_stream_runs_behind_the_host(cuda, fill_image):
+    """What makes a missing wait a wrong result rather than a pass: a stream's work is not
+    done when its launch returns, and a copy on the legacy stream does not wait for it."""
+    gate = cuda.load_module(images.gpu_text_image(GATE_TEXT, ["fault_matrix_gate"], "fault_matrix_gate"))
+    fill = cuda.load_module(fill_image).get_kernel("fault_matrix_fill")
+    flag, out, host = cuda.alloc(4), cuda.empty((64,), g.f32), np.zeros(64, np.float32)
+    flag.upload(np.zeros(1, np.uint32))
+    out.upload(host)
+    with cuda.create_stream() as s:
+        gate.get_kernel("fault_matrix_gate").launch(1, 1, 0, [flag.arg_ptr(), g.interface.arg(g.u64(2**34))], stream=s)
+        fill.launch(1, 64, 0, [out.arg_ptr(), g.interface.arg(g.u64(64))], stream=s)
+        out.download(host)  # no wait for `s`, which the gate holds
+        assert (host == 0).all()
+        flag.upload(np.ones(1, np.uint32))  # the legacy stream: not behind `s`
+        s.synchronize()
+    out.download(host)
+    assert (host == 7).all()
