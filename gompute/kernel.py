@@ -354,14 +354,18 @@ class _Call:
         if bound.backend is Backend.hip and wanted == 1:  # CUDA's legacy stream: HIP's is the null one
             wanted = 0
         stream = device.wrap_stream(wanted) if wanted is not None else None
-        for buffer in buffers:  # e.g. a CUDA Array Interface producer's own stream
-            if buffer.stream is not None and (stream is None or buffer.stream.handle != stream.handle):
-                if stream is None:
-                    stream = buffer.stream
-                else:
-                    ready = device.create_event(False)
-                    ready.record(buffer.stream)
-                    ready.wait(stream)
+        if stream is None:
+            stream = next((b.stream for b in buffers if b.stream is not None), None)
+        if stream is None:
+            return None  # every array's data is on the default stream, and so is the launch
+        on_default = stream.handle in (0, 1)  # the null or the legacy default stream
+        for buffer in buffers:  # e.g. a CUDA Array Interface producer's own stream; None: the default one
+            theirs = buffer.stream
+            if (theirs is None and on_default) or (theirs is not None and theirs.handle == stream.handle):
+                continue
+            ready = device.create_event(False)  # a non-blocking stream does not wait for the default one
+            ready.record(theirs if theirs is not None else device.default_stream())
+            ready.wait(stream)
         return stream
 
     def _host_stream(self) -> _core.Stream | None:
