@@ -44,7 +44,7 @@ thread_local uint64_t t_current[3] = {0, 0, 0};
 // Names the vendor's code too, as the exception would have: a warning is all a user sees of it.
 void warn(const std::string& what, const std::exception& e) {
   const auto* error = dynamic_cast<const Error*>(&e);
-  std::string code = error && !error->code().empty() ? " (" + error->code() + ")" : "";
+  const std::string code = error && !error->code().empty() ? " (" + error->code() + ")" : "";
   std::fprintf(stderr, "gompute: warning: %s failed: %s%s\n", what.c_str(), e.what(), code.c_str());
 }
 
@@ -88,8 +88,7 @@ std::shared_ptr<Context> Context::get(BackendKind kind, int ordinal) {
   Driver& drv = driver(kind);
   drv.ensure_loaded();
   std::lock_guard<std::mutex> lock(g_registry_mu);
-  auto found = g_contexts.find({int(kind), ordinal});
-  if (found != g_contexts.end()) return found->second;
+  if (auto found = g_contexts.find({int(kind), ordinal}); found != g_contexts.end()) return found->second;
   // The registry only ever holds retained contexts: shutdown() walks it, so a failed count
   // or retain must leave no slot behind.
   int count = drv.device_count();
