@@ -92,3 +92,23 @@ def test_the_test_row_reads_pytests_closing_counts():
     out = "....F\nFAILED tests/x.py::t - boom\n1 failed, 4 passed, 2 skipped, 1 deselected in 3.2s\n"
     assert _summary(out) == "1 failed, 4 passed, 2 skipped, 1 deselected"
     assert _summary("no tests ran in 0.1s\n") == "no summary line"
+
+
+def test_the_launch_cost_benchmark_runs_on_the_fake(tmp_path):
+    if not images.is_fake(open_compute(g.Backend.cuda)):
+        pytest.skip("measured by hand on a GPU (benchmarks/launch_cost.py)")
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT.parent / "launch_cost.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=os.environ | {"GOMPUTE_CACHE_DIR": str(tmp_path / "cache"), "FAKE_CUDA_DELAY_US": "0"},
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    rows = re.findall(r"^\| (.+?) \| ([\d.]+) \| ([\d.]+)x \|$", run.stdout, re.M)
+    assert [name for name, _, _ in rows] == [
+        "bare kernel.launch",
+        "g.map on a Buffer",
+        "g.map on a CUDA-interface array",
+    ]
+    assert rows[0][2] == "1.00"
