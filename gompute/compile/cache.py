@@ -14,8 +14,9 @@ warning, removed when the process exits.
 A module found in the cache is loaded into this process, so the cache trusts a folder (the root,
 and each entry before its binary is read) only where no one but this user (or root) can change
 it: owned by one of them, written by no group or other, and not a symbolic link (judged by lstat,
-as what it is, not what it points to). A checksum beside a module defends nothing against someone
-who can write its folder. An untrusted root is never read: gompute warns once, naming the folder
+as what it is, not what it points to); the folders above the root too, save that one others can
+write with the sticky bit set (`/tmp`) is trusted: whoever can write a folder above it could swap
+the root. A checksum beside a module defends nothing against someone who can write its folder. An untrusted root is never read: gompute warns once, naming the folder
 and the fix, and uses a private temporary folder. An untrusted, damaged or unloadable entry is
 rebuilt, with a warning naming it.
 """
@@ -82,13 +83,13 @@ class DiskCache:
     def root(self) -> Path:
         """Where entries are built: the requested folder while it is trusted and writable, else a
         private one of this process's own."""
-        if self._root is None or (self._root == self.requested and _distrust(self._root) is not None):
+        if self._root is None or (self._root == self.requested and _distrust_root(self._root) is not None):
             self._root = self._usable_root()
         return self._root
 
     def _usable_root(self) -> Path:
         unwritable = _unwritable(self.requested)
-        untrusted = _distrust(self.requested)
+        untrusted = _distrust_root(self.requested)
         if untrusted is not None:
             why, fix = untrusted
             return _private_fallback(
@@ -120,7 +121,7 @@ class DiskCache:
         does); such an entry is rebuilt, with a warning.
         """
         published = self.requested / _entry_name(name, key)
-        if _distrust(self.requested) is None:  # an untrusted root is never read; `root` warns of it once
+        if _distrust_root(self.requested) is None:  # an untrusted root is never read; `root` warns of it once
             data = _read_trusted(published, binary, load_problem, warn=True)
             if data is not None:
                 return data, published
@@ -211,6 +212,30 @@ def _distrust(path: Path) -> tuple[str, str] | None:
     return None
 
 
+def _distrust_root(root: Path) -> tuple[str, str] | None:
+    """As `_distrust` for the root, and for every folder above it: whoever can write a folder
+    above the root can rename the root away and put a folder of their own in its place. A
+    folder others can write with the sticky bit set (`/tmp`) lets them remove only their own
+    entries, so it is trusted. Folders are checked where the root's path names them and where
+    they really are (a symbolic link above the root is followed, its target's folders checked)."""
+    untrusted = _distrust(root)
+    if untrusted is not None:
+        return untrusted
+    above = [*root.parents, *Path(os.path.realpath(root.parent)).parents, Path(os.path.realpath(root.parent))]
+    for folder in dict.fromkeys(above):
+        try:
+            st = os.lstat(folder)
+        except OSError:
+            continue  # not made yet: checked on a later call, once it is
+        if stat.S_ISLNK(st.st_mode):
+            continue  # replaceable only by whoever can write the folder holding it, checked too
+        why = _distrust(folder)
+        sticky_and_ours = st.st_mode & stat.S_ISVTX and st.st_uid in (os.getuid(), 0)
+        if why is not None and not sticky_and_ours:
+            return f"the folder {folder} above it: {why[0]}", why[1]
+    return None
+
+
 def _private_fallback(why: str, fix: str) -> Path:
     """A folder of this process's own, removed at exit, said once with `why` and `fix`."""
     fallback = Path(tempfile.mkdtemp(prefix="gompute-cache-"))  # 0700
@@ -287,16 +312,18 @@ def _unwritable(folder: Path) -> OSError | None:
 
 
 def _make_private_dir(path: Path) -> None:
-    if path.is_dir():
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        path.mkdir(mode=0o700)
-    except FileExistsError:  # another process made it first
-        if path.is_dir():
-            return
-        raise
-    os.chmod(path, 0o700)  # mkdir's mode is filtered by the umask
+    """`path` (mode 700) and the missing folders above it (755), whatever the umask: a folder
+    above the root that others could write would make the root untrusted (`_distrust_root`)."""
+    missing = [p for p in (path, *path.parents) if not p.is_dir()]
+    for folder in reversed(missing):
+        mode = 0o700 if folder == path else 0o755
+        try:
+            folder.mkdir(mode=mode)
+        except FileExistsError:  # another process made it first
+            if folder.is_dir():
+                continue
+            raise
+        os.chmod(folder, mode)  # mkdir's mode is filtered by the umask
 
 
 _default: DiskCache | None = None

@@ -147,6 +147,35 @@ def test_a_symlinked_root_or_entry_is_judged_as_a_link_and_not_followed(tmp_path
     assert (planted / "out.bin").read_bytes() == PLANTED  # what the link pointed to is not touched
 
 
+@pytest.mark.parametrize("via_link", [False, True], ids=["direct", "through-a-link"])
+def test_a_root_under_a_folder_others_can_write_is_not_read(tmp_path, via_link):
+    shared = tmp_path / "shared"
+    planted = _filled(shared / "cache")
+    shared.chmod(0o777)  # anyone could rename the cache away and put their own in its place
+    root = (tmp_path / "link" if via_link else shared) / "cache"
+    if via_link:
+        (tmp_path / "link").symlink_to(shared)
+    data, entry, build, message = _get_warned(root)
+    assert data == HONEST and build.calls == 1 and root not in entry.parents
+    assert message.startswith(
+        f"gompute does not trust its kernel cache at {root}: the folder {shared} above it: its mode 777 lets "
+        "its group and every user write it, so another user could plant a module there."
+    )
+    assert f"Run `chmod go-w {shared}`" in message
+    assert (planted / "out.bin").read_bytes() == PLANTED
+
+
+def test_a_root_under_a_sticky_folder_like_tmp_is_trusted(tmp_path):
+    shared = tmp_path / "shared"
+    _filled(shared / "cache", HONEST)
+    shared.chmod(0o1777)  # others may add entries but not rename or remove ours
+    build = Builder(b"\x7fnever")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CacheWarning)
+        data, entry = DiskCache(shared / "cache").get("k", KEY, "out.bin", build)
+    assert data == HONEST and build.calls == 0 and entry.parent == shared / "cache"
+
+
 def test_a_root_opened_to_others_after_first_use_is_left_at_once(tmp_path):
     root = tmp_path / "cache"
     c = DiskCache(root)
