@@ -1,9 +1,10 @@
 """The C++ of a specialization's entry points: the loops that read the arrays, call the kernel's
 function per element and store its result.
 
-On a GPU each entry is one grid-stride loop. On the host every entry of a specialization goes
-through one `NAME_rows` function (the kernel over n contiguous elements, a loop the compiler
-vectorizes), compiled once: the contiguous entries call it on their span, the strided entry on
+On a GPU each entry is a grid-stride loop: a contiguous one over 16-byte vectors of its arrays
+where their alignments allow, and over single elements before and after them. On the host every
+entry of a specialization goes through one `NAME_rows` function (the kernel over n contiguous
+elements, a loop the compiler vectorizes), compiled once: the contiguous entries call it on their span, the strided entry on
 each run of its innermost dimension, directly when every array has stride 1 there, else on chunk
 buffers it gathers and scatters (preludes/host_strided.h).
 
@@ -16,6 +17,8 @@ from __future__ import annotations
 from ..types import ScalarType
 from .codegen import storage_ctype, value_ctype
 from .typing_rules import is_half
+
+VECTOR_BYTES = 16  # one LDG.E.128 / STG.E.128 (global_load_dwordx4) per array and vector
 
 
 def entries_source(backend: str, unit, structs: dict[type, str], call_name: str, done: set[int]) -> list[str]:
@@ -77,17 +80,82 @@ def _c_arg(arg, structs: dict[type, str]) -> str:
     return f"const {structs[arg.type]} params"
 
 
+def vector_elements(entry) -> int:
+    """Elements a vector of `entry`'s contiguous loop holds: as many as make 16 bytes of its widest
+    storage type (narrower arrays move fewer bytes a vector), or 1 where its arrays are not all
+    plain scalars of 1 to 8 bytes, and the loop stays scalar."""
+    types = [p.type for p in _pointers(entry)]
+    if not all(t.kind in "biuf" and t.itemsize in (1, 2, 4, 8) for t in types):
+        return 1
+    return VECTOR_BYTES // max(t.itemsize for t in types)
+
+
 def _gpu_head(unit, entry, structs) -> list[str]:
     args = ", ".join(_c_arg(a, structs) for a in entry.args)
     return [
         f"GOMPUTE_GLOBAL void __launch_bounds__({unit.block_size}) {entry.symbol}({args}) {{",
-        "  for (uint64_t i = gompute_thread_index(); i < len; i += gompute_thread_count()) {",
+        "  const uint64_t first = gompute_thread_index(), step = gompute_thread_count();",
     ]
 
 
 def _gpu_contiguous(unit, entry, structs, call_name: str) -> list[str]:
-    refs = [f"{p.name}[i]" for p in _pointers(entry)]
-    return [*_gpu_head(unit, entry, structs), f"    {_element(unit, entry, call_name, refs)}", "  }", "}"]
+    """A grid-stride loop over vectors of `vector_elements(entry)` elements, each array read and
+    written a whole vector at a time, and one over the elements no vector holds. Vectors start
+    at the first element at which every array is vector-aligned; where the arrays do not share
+    one (their addresses differ modulo a vector, as a view or a byte offset may make them),
+    there are no vectors and the scalar loop does every element."""
+    pointers = _pointers(entry)
+    width = vector_elements(entry)
+    scalar = _element(unit, entry, call_name, [f"{p.name}[i]" for p in pointers])
+    if width == 1:
+        loop = ["  for (uint64_t i = first; i < len; i += step) {", f"    {scalar}", "  }"]
+        return [*_gpu_head(unit, entry, structs), *loop, "}"]
+    lead = pointers[0]
+    fits = " && ".join(f"(uint64_t){p.name} % {width * p.type.itemsize} == lead * {p.type.itemsize}" for p in pointers)
+    return [
+        *_gpu_head(unit, entry, structs),
+        f"  // {width} elements a vector; `head` elements before the first, `tail` on from the last.",
+        f"  const uint64_t lead = (uint64_t){lead.name} % {width * lead.type.itemsize} / {lead.type.itemsize};",
+        f"  const uint64_t skip = ({width} - lead) % {width};",
+        f"  const uint64_t head = {fits} && skip < len ? skip : len;",
+        f"  const uint64_t vectors = (len - head) / {width}, tail = head + vectors * {width};",
+        "  for (uint64_t j = first; j < head + (len - tail); j += step) {",
+        "    const uint64_t i = j < head ? j : tail + (j - head);",
+        f"    {scalar}",
+        "  }",
+        "  for (uint64_t v = first; v < vectors; v += step) {",
+        f"    const uint64_t i = head + v * {width};",
+        *_gpu_vector(unit, entry, call_name, width),
+        "  }",
+        "}",
+    ]
+
+
+def _gpu_vector(unit, entry, call_name: str, width: int) -> list[str]:
+    """The body of the vector loop: the vector at element i of each input, loaded whole, the
+    kernel on each of its elements, the output's vector stored whole. Each vector is a struct
+    of elements bit-cast from its raw chunk (hiprtc keeps a union of the two in memory, not in
+    registers, where the kernel branches); the alignment check is the CUDA-on-CPU runs' own."""
+    pointers = _pointers(entry)
+    raw = [f"gompute_raw{width * p.type.itemsize}" for p in pointers]
+    lines = [
+        f'    GOMPUTE_VECTOR_CHECK({p.name} + i, {width * p.type.itemsize}, "{entry.symbol}", "{p.name}");'
+        for p in pointers
+    ]
+    lines += [f"    struct {{ {storage_ctype(p.type)} e[{width}]; }} vec{k};" for k, p in enumerate(pointers)]
+    read = pointers if entry.kind == "inplace" else pointers[:-1]
+    lines += [
+        f"    vec{k} = __builtin_bit_cast(decltype(vec{k}), *(const {raw[k]}*)({p.name} + i));"
+        for k, p in enumerate(read)
+    ]
+    # One statement an element, not a loop: a compiler that left the loop rolled would index the
+    # vectors at run time, and so keep them in thread-local memory.
+    lines += [
+        f"    {_element(unit, entry, call_name, [f'vec{k}.e[{j}]' for k in range(len(pointers))])}"
+        for j in range(width)
+    ]
+    out = len(pointers) - 1
+    return [*lines, f"    *({raw[out]}*)({pointers[out].name} + i) = __builtin_bit_cast({raw[out]}, vec{out});"]
 
 
 def _gpu_strided(unit, entry, structs, call_name: str) -> list[str]:
@@ -95,6 +163,7 @@ def _gpu_strided(unit, entry, structs, call_name: str) -> list[str]:
     refs = [f"{p.name}[at[{k}]]" for k, p in enumerate(pointers)]
     return [
         *_gpu_head(unit, entry, structs),
+        "  for (uint64_t i = first; i < len; i += step) {",
         f"    int64_t at[{len(pointers)}];",
         "    gompute_offsets(strides, i, at);",
         f"    {_element(unit, entry, call_name, refs)}",

@@ -9,6 +9,8 @@ through every entry point kind.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -18,8 +20,9 @@ from gompute.lang import kernel as lang
 from gompute.lang.module import module_source
 from tests.conftest import open_compute
 from tests.fakes import images
+from tests.interop import dlpack_abi
 
-from .kernels import axpy, relax, scale_half, scale_relu
+from .kernels import axpy, is_positive, relax, scale_half, scale_relu
 from .test_gpu_devices import download, filled
 
 BLOCKS = r"""
@@ -165,3 +168,111 @@ def test_halves_loops_and_broadcasting_run_as_numpy_computes_them(gpu_text):
     np.testing.assert_array_equal(bound.AutoKernel(axpy)(a, x, y), a * x + y)
     np.testing.assert_array_equal(bound.AutoKernel(axpy)(a, x[:, ::2], y[::2]), a * x[:, ::2] + y[::2])
     assert {"map", "strided"} <= set(gpu_text)
+
+
+# Vector access. A contiguous entry moves 16 bytes of its widest type at a time from the first
+# element at which every array is 16-byte aligned, and element by element where the arrays'
+# misalignments differ; the shim traps any vector access that is not aligned.
+@g.map_kernel
+def twice(x):
+    return x + x
+
+
+@g.map_kernel
+def flip(x: g.bool_) -> g.bool_:
+    return not x
+
+
+SIZES = {1: np.int8, 2: np.float16, 4: np.float32, 8: np.float64}
+
+
+def _twice(x):
+    return (x + x).astype(x.dtype)
+
+
+def _views(dtype, n: int, offset: int, out_offset: int | None):
+    """x: n elements `offset` elements into an allocation; out: n elements `out_offset` into
+    another (None: g.map makes it)."""
+    x = (np.arange(n + offset + 1) % 101 - 50).astype(dtype)[offset : offset + n]
+    out = None if out_offset is None else np.zeros(n + out_offset + 1, dtype)[out_offset : out_offset + n]
+    return x, out
+
+
+@pytest.mark.parametrize("itemsize", sorted(SIZES))
+def test_every_misalignment_and_length_of_every_element_size(gpu_text, itemsize):
+    dtype, width = SIZES[itemsize], 16 // itemsize
+    k = bound.AutoKernel(twice)
+    lengths = [1, 2, 3, width - 1, width, width + 1, 2 * width + 3, 3001]
+    for n in sorted(set(lengths) - {0}):
+        for offset in sorted({0, 1, width - 1}):
+            for out_offset in (None, offset, (offset + 1) % width):
+                x, out = _views(dtype, n, offset, out_offset)
+                got = k(x) if out is None else k(x, out=out)
+                np.testing.assert_array_equal(got, _twice(x), err_msg=f"n={n} offset={offset} out={out_offset}")
+            inplace = x.copy() if offset == 0 else _views(dtype, n, offset, None)[0]
+            expected = _twice(inplace)
+            assert k(inplace, out=inplace) is inplace
+            np.testing.assert_array_equal(inplace, expected, err_msg=f"in place, n={n} offset={offset}")
+    assert {"inplace", "map"} <= set(gpu_text)
+
+
+def test_bools_and_mixed_sizes_and_storage_variants(gpu_text):
+    values = np.linspace(-3, 3, 1003, dtype=np.float32)
+    flags = values > 0
+    for offset in (0, 1, 5):
+        np.testing.assert_array_equal(bound.AutoKernel(flip)(flags[offset:]), ~flags[offset:])
+        out = np.zeros(1004, bool)[offset : offset + 1003 - offset]
+        bound.AutoKernel(is_positive)(values[offset:], out=out)  # f32 in, bool out: 4 elements a vector
+        np.testing.assert_array_equal(out, values[offset:] > 0)
+        shorts = np.arange(-500, 503, dtype=np.int16)[offset:]  # stored as i16, read as f32
+        np.testing.assert_array_equal(bound.AutoKernel(scale_relu)(shorts, scale=1.5), relu(shorts.astype(np.float32)))
+
+
+class OffsetProducer:
+    """A CPU DLPack producer of `array` whose tensors' data is `byte_offset` bytes before the
+    array, and whose byte_offset reaches it; a new capsule each time one is asked for."""
+
+    def __init__(self, array, byte_offset: int):
+        self.array, self.byte_offset = array, byte_offset
+
+    def __dlpack__(self, **_):
+        return dlpack_abi.Handmade(self.array, byte_offset=self.byte_offset).capsule
+
+    def __dlpack_device__(self):
+        return (dlpack_abi.KDL_CPU, 0)
+
+
+def test_a_dlpack_byte_offset_is_a_misalignment_like_any(gpu_text):
+    base = np.arange(64, dtype=np.float64)
+    for skip in (0, 1, 2, 3):
+        x = base[skip:]
+        for out in (np.zeros(64 - skip), np.zeros(65)[1 : 65 - skip]):  # 16-byte aligned, and 8 bytes past
+            bound.AutoKernel(twice)(OffsetProducer(x, 8 * skip), out=out)
+            np.testing.assert_array_equal(out, x + x, err_msg=f"byte_offset {8 * skip}")
+
+
+def test_a_vector_access_off_its_alignment_traps_naming_the_array(host):
+    """The check is in every vector access: with the head forced to 0, a misaligned input traps
+    instead of being read."""
+    spec = twice.specialize(g.f32)
+    entry = spec.entry("map")
+    text = module_source([spec], "cuda")
+    forced = re.sub(r"const uint64_t head = [^;]*;", "const uint64_t head = 0;", text)
+    assert forced != text
+    image = images.gpu_text_image(forced, [e.symbol for e in spec.entry_points()], "cuda_text_forced_head")
+    kernel = host.load_module(image).get_kernel(entry.symbol)
+    values = np.arange(65, dtype=np.float32)
+    x, y = filled(host, values), host.empty((65,), g.f32)
+
+    def launch(at: int):
+        address = g.interface.arg(g.u64(x.device_addr() + at))
+        kernel.launch(1, spec.block_size, 0, [address, y.arg_ptr(), g.interface.arg(g.u64(64))])
+
+    launch(0)
+    host.synchronize()
+    np.testing.assert_array_equal(download(host, y)[:64], values[:64] * 2)
+    launch(4)
+    with pytest.raises(
+        g.SyncFailed, match=rf"{entry.symbol}: misaligned 16-byte vector access to in0 at 0x[0-9a-f]+4\b"
+    ):
+        host.synchronize()

@@ -66,12 +66,36 @@ GOMPUTE_FN float gompute_kernel_loops(int32_t x, float y) {
 }
 #line 68 "gompute-generated-entries"
 GOMPUTE_GLOBAL void __launch_bounds__(256) loops(int32_t* in0, float* in1, float* out, uint64_t len) {
-  for (uint64_t i = gompute_thread_index(); i < len; i += gompute_thread_count()) {
+  const uint64_t first = gompute_thread_index(), step = gompute_thread_count();
+  // 4 elements a vector; `head` elements before the first, `tail` on from the last.
+  const uint64_t lead = (uint64_t)in0 % 16 / 4;
+  const uint64_t skip = (4 - lead) % 4;
+  const uint64_t head = (uint64_t)in0 % 16 == lead * 4 && (uint64_t)in1 % 16 == lead * 4 && (uint64_t)out % 16 == lead * 4 && skip < len ? skip : len;
+  const uint64_t vectors = (len - head) / 4, tail = head + vectors * 4;
+  for (uint64_t j = first; j < head + (len - tail); j += step) {
+    const uint64_t i = j < head ? j : tail + (j - head);
     out[i] = gompute_kernel_loops(in0[i], in1[i]);
+  }
+  for (uint64_t v = first; v < vectors; v += step) {
+    const uint64_t i = head + v * 4;
+    GOMPUTE_VECTOR_CHECK(in0 + i, 16, "loops", "in0");
+    GOMPUTE_VECTOR_CHECK(in1 + i, 16, "loops", "in1");
+    GOMPUTE_VECTOR_CHECK(out + i, 16, "loops", "out");
+    struct { int32_t e[4]; } vec0;
+    struct { float e[4]; } vec1;
+    struct { float e[4]; } vec2;
+    vec0 = __builtin_bit_cast(decltype(vec0), *(const gompute_raw16*)(in0 + i));
+    vec1 = __builtin_bit_cast(decltype(vec1), *(const gompute_raw16*)(in1 + i));
+    vec2.e[0] = gompute_kernel_loops(vec0.e[0], vec1.e[0]);
+    vec2.e[1] = gompute_kernel_loops(vec0.e[1], vec1.e[1]);
+    vec2.e[2] = gompute_kernel_loops(vec0.e[2], vec1.e[2]);
+    vec2.e[3] = gompute_kernel_loops(vec0.e[3], vec1.e[3]);
+    *(gompute_raw16*)(out + i) = __builtin_bit_cast(gompute_raw16, vec2);
   }
 }
 GOMPUTE_GLOBAL void __launch_bounds__(256) loops__strided(int32_t* in0, float* in1, float* out, uint64_t len, const gompute_strides<3> strides) {
-  for (uint64_t i = gompute_thread_index(); i < len; i += gompute_thread_count()) {
+  const uint64_t first = gompute_thread_index(), step = gompute_thread_count();
+  for (uint64_t i = first; i < len; i += step) {
     int64_t at[3];
     gompute_offsets(strides, i, at);
     out[at[2]] = gompute_kernel_loops(in0[at[0]], in1[at[1]]);
