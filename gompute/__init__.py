@@ -16,6 +16,7 @@ from .backend import Backend
 from .dim3 import Dim3
 from .interop import asbuffer, from_dlpack
 from .kernel import AutoKernel, BoundKernel, map, run  # noqa: A004 - g.map is the library's verb
+from .reduce import reduce  # noqa: A004 - g.reduce is the library's verb
 from .errors import (
     AllocFailed,
     ArgumentError,
@@ -40,6 +41,7 @@ __version__ = "0.1.0"
 from . import lang
 from .aot import emit_kernels
 from .lang import Func, MapKernel, func, map_kernel
+from .lang.reduce_kernel import ReduceKernel, reduce_kernel
 from .raw import RawByName, RawKernel, raw_kernel_by_name
 from .lang.builtins import (  # noqa: A004 - the kernel language's builtins, as g.NAME
     abs,

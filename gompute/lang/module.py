@@ -108,6 +108,14 @@ class Specialization:
             self._entries = {e.kind: e for e in self._make_entry_points()}
         return list(self._entries.values())
 
+    def roots(self) -> list[ir.Function]:
+        """The functions its entry points call (a reduction's adds its combine)."""
+        return [self.function]
+
+    def entries_source(self, backend: str, structs: dict[type, str], names: dict[int, str], done: set) -> list[str]:
+        """The C++ of its entry points for `backend` (lang/entries.py; reductions override it)."""
+        return entries_source(backend, self, structs, names[id(self.function)], done)
+
     def entry(self, kind: str) -> EntryPoint:
         """The entry point of `kind` ("inplace", "map" or "strided"); KeyError if there is none."""
         if self._entries is None:
@@ -199,7 +207,7 @@ def module_body(units: list[Specialization], backend: str) -> str:
     lines.append(f'#line {len(lines) + 2} "gompute-generated-entries"')
     done: set[int] = set()
     for unit in units:
-        lines.extend(entries_source(backend, unit, structs, names[id(unit.function)], done))
+        lines.extend(unit.entries_source(backend, structs, names, done))
     return "\n".join(lines) + "\n"
 
 
@@ -250,5 +258,6 @@ def _functions_in_order(units: list[Specialization]) -> list[ir.Function]:
         seen.append(fn)
 
     for unit in units:
-        visit(unit.function)
+        for fn in unit.roots():
+            visit(fn)
     return seen

@@ -1,0 +1,359 @@
+"""The C++ of a reduction's entry points, host and GPU.
+
+A reduction runs as two launches (gompute/reduce.py plans them). The first cuts the work into
+items of a FIXED size, whatever the thread count, and writes one partial per item: `rows`
+(the reduced elements of one result element, in runs along the innermost reduced dimension, or
+gathered where that is strided) or `columns` (a tile of result elements contiguous in every
+input, across a chunk of reduced rows: the lanes are the results). The second, `finish`,
+combines each result's partials pairwise and stores the result through the output's strides.
+So the result depends on the shape, layout and types alone, not on the threads that ran it.
+
+Inside an item, values are combined in lanes (independent accumulators, which also vectorize)
+over leaves of 8 steps, and leaves are merged in a binary counter (`push`): a pairwise tree,
+so a float sum's error grows with log(n), as NumPy's pairwise sum's does, over leaves as short
+as NumPy's.
+
+On a GPU an item is a thread block: its threads stride through the item's elements, then the
+block reduces its threads' values with warp shuffles and shared memory; partials and the second
+pass are as on the host.
+"""
+
+from __future__ import annotations
+
+from ..errors import CompileError
+from ..types import ScalarType
+from .builtins import unsigned_c
+from .codegen import storage_ctype, value_ctype
+from .entries import _read, _write
+
+LAYOUT_ARRAYS = 1  # layout rows beyond the inputs': the output's
+LEAF_ROWS = 8  # steps per lane in a leaf
+COLUMN_BYTES = 256  # a columns item's lanes: this many bytes of accumulators
+ROW_LEAVES = 512  # leaves in a rows item of a long reduction
+COLUMN_ROWS = 256  # reduced rows in a columns item
+GPU_ITEMS = 8  # a GPU rows item: elements per thread (grid-stride steps)
+# A columns launch's items: per result row (all kept dimensions but the last), its tiles of
+# `width` results, each over `chunks` runs of reduced rows.
+_COLUMN_ITEMS = (
+    "layout.kept_count / layout.kept_shape[layout.kept_ndim - 1] * "
+    "((layout.kept_shape[layout.kept_ndim - 1] + layout.width - 1) / layout.width) * layout.chunks"
+)
+
+_LAYOUT = r"""
+#ifndef GOMPUTE_REDUCE_LAYOUT
+#define GOMPUTE_REDUCE_LAYOUT
+// A reduction's layout (gompute/reduce.py packs it, all int64): the result's dimensions ("kept")
+// and the reduced ones, each array's strides over them in elements (the inputs', then the
+// output's; broadcast dimensions 0), and how the work is cut into items and blocks.
+template <int N> struct gompute_reduce_layout {
+  int64_t kept_ndim, red_ndim;
+  int64_t kept_shape[GOMPUTE_MAX_NDIM], red_shape[GOMPUTE_MAX_NDIM];
+  int64_t kept[N][GOMPUTE_MAX_NDIM], red[N][GOMPUTE_MAX_NDIM];
+  int64_t kept_count, red_count;  // result elements, reduced elements of each
+  int64_t chunk;    // rows: reduced elements an item covers; columns: reduced rows
+  int64_t chunks;   // items (so partials) per result element
+  int64_t width;    // columns: result elements an item covers; rows: 1
+  int64_t per_block, finish_per_block;  // items of the first launch, results of the second, a block
+};
+// The offset in each array of element i of dimensions (shape, strides), and its index.
+template <int N> GOMPUTE_FN void gompute_unravel(const int64_t* shape, const int64_t (*strides)[GOMPUTE_MAX_NDIM],
+                                                 int64_t ndim, int64_t i, int64_t* at, int64_t* idx) {
+  for (int a = 0; a < N; ++a) at[a] = 0;
+  for (int64_t d = ndim - 1; d >= 0; --d) {
+    const int64_t k = i % shape[d];
+    i /= shape[d];
+    idx[d] = k;
+    for (int a = 0; a < N; ++a) at[a] += k * strides[a][d];
+  }
+}
+// Moves the reduced index n elements on, n no more than what is left of the innermost dimension.
+template <int N> GOMPUTE_FN void gompute_advance(const gompute_reduce_layout<N>& lay, int64_t* idx, int64_t* off,
+                                                 int64_t n) {
+  int64_t d = lay.red_ndim - 1;
+  for (int a = 0; a < N; ++a) off[a] += n * lay.red[a][d];
+  idx[d] += n;
+  while (d > 0 && idx[d] == lay.red_shape[d]) {
+    for (int a = 0; a < N; ++a) off[a] += lay.red[a][d - 1] - idx[d] * lay.red[a][d];
+    idx[d] = 0;
+    ++idx[--d];
+  }
+}
+#endif
+"""
+
+
+def lanes(acc: ScalarType) -> int:
+    """Independent accumulators of a rows item: 64 bytes of them, 4 to 32."""
+    return max(4, min(32, 64 // _value_bytes(acc)))
+
+
+def column_width(acc: ScalarType) -> int:
+    """Result elements of a columns item (its lanes)."""
+    return COLUMN_BYTES // _value_bytes(acc)
+
+
+def _value_bytes(acc: ScalarType) -> int:
+    return 4 if acc.is_float and acc.bits < 32 else max(1, acc.bits // 8)
+
+
+def combine_code(unit, a: str, b: str, combine_name: str | None) -> str:
+    """The C++ of combining accumulator values `a` and `b`."""
+    acc, ctype = unit.acc, value_ctype(unit.acc)
+    op = unit.combine
+    if op == "func":
+        return f"(({ctype}){combine_name}({a}, {b}))"
+    if op in ("min", "max"):
+        return f"gompute_{op}({a}, {b})"
+    if acc.kind == "b":
+        return {"+": f"({a} || {b})", "*": f"({a} && {b})"}.get(op, f"((bool)({a} {op} {b}))")
+    if acc.is_float or op not in ("+", "*"):
+        return f"(({ctype})({a} {op} {b}))"
+    u = unsigned_c(acc)  # integers wrap, as NumPy's do, without C++'s signed overflow
+    return f"(({ctype})(({u}){a} {op} ({u}){b}))"
+
+
+def _args(unit, structs) -> tuple[list[str], str, str]:
+    """(input parameter declarations, the params declaration or "", the params argument or "")."""
+    ins = [f"const {storage_ctype(t)}* in{k}" for k, t in enumerate(unit.in_storage)]
+    if unit.params_class is None:
+        return ins, "", ""
+    return ins, f", const {structs[unit.params_class]}& params", ", params"
+
+
+def _value(unit, call_name: str, refs: list[str]) -> str:
+    """The map part on one element of each input, as an accumulator value."""
+    args = [_read(s, t, r) for s, t, r in zip(unit.in_storage, unit.in_types, refs)]
+    if unit.params_class is not None:
+        args.append("params")
+    return f"(({value_ctype(unit.acc)}){call_name}({', '.join(args)}))"
+
+
+def _layout_type(unit) -> str:
+    return f"gompute_reduce_layout<{len(unit.in_storage) + LAYOUT_ARRAYS}>"
+
+
+def reduce_entries_source(backend: str, unit, structs, call_name: str, combine_name: str | None) -> list[str]:
+    """The lines of `unit`'s reduction entry points for `backend`."""
+    sym, a = unit.name, value_ctype(unit.acc)
+    common = [
+        *_LAYOUT.strip("\n").splitlines(),
+        f"GOMPUTE_FN {a} {sym}_comb({a} a, {a} b) {{ return {combine_code(unit, 'a', 'b', combine_name)}; }}",
+    ]
+    if backend != "host":
+        raise CompileError(f"{unit.name}: reductions compile for the host backend only, not {backend}")
+    return common + _host_entries(unit, structs, call_name)
+
+
+def store_result(unit, target: str, value: str) -> str:
+    """Store the accumulator `value` as the result into the output element `target`."""
+    return _write(unit.out_storage, unit.result, target, value)
+
+
+# ---- host ----------------------------------------------------------------------------------
+
+
+def _host_arg_lines(entry, structs, lay: str) -> list[str]:
+    lines = []
+    for i, arg in enumerate(entry.args):
+        if arg.kind == "pointer":
+            ctype = storage_ctype(arg.type)
+            lines.append(f"  {ctype}* {arg.name} = ({ctype}*)(uintptr_t)*(const uint64_t*)launch->args[{i}];")
+        else:
+            ctype = lay if arg.kind == "layout" else structs[arg.type]
+            lines += [f"  {ctype} {arg.name};", f"  memcpy(&{arg.name}, launch->args[{i}], sizeof {arg.name});"]
+    return lines
+
+
+def _host_cascade(unit) -> list[str]:
+    """push: one leaf's lanes into the binary counter; fold: the lanes of all pushed so far."""
+    sym, a = unit.name, value_ctype(unit.acc)
+    return [
+        f"template <int L> GOMPUTE_FN void {sym}_push({a} (*stack)[L], int& depth, uint64_t& count, {a}* v) {{",
+        "  for (uint64_t k = count++; k & 1; k >>= 1) {",
+        "    --depth;",
+        f"    for (int l = 0; l < L; ++l) v[l] = {sym}_comb(stack[depth][l], v[l]);",
+        "  }",
+        "  for (int l = 0; l < L; ++l) stack[depth][l] = v[l];",
+        "  ++depth;",
+        "}",
+        f"template <int L> GOMPUTE_FN void {sym}_fold({a} (*stack)[L], int depth, {a}* v) {{",
+        f"  for (int l = 0; l < L; ++l) v[l] = depth ? stack[depth - 1][l] : {unit.identity};",
+        "  for (int d = depth - 2; d >= 0; --d)",
+        f"    for (int l = 0; l < L; ++l) v[l] = {sym}_comb(stack[d][l], v[l]);",
+        "}",
+    ]
+
+
+def _host_rows(unit, structs, call_name: str) -> list[str]:
+    sym, a, n = unit.name, value_ctype(unit.acc), len(unit.in_storage)
+    ins, params, pass_params = _args(unit, structs)
+    L, R = lanes(unit.acc), LEAF_ROWS
+    ptr = lambda j: _value(unit, call_name, [f"p{k}[{j}]" for k in range(n)])  # noqa: E731
+    p_decl = ", ".join(f"const {storage_ctype(t)}* p{k}" for k, t in enumerate(unit.in_storage))
+    lay = _layout_type(unit)
+    contiguous = " && ".join(f"lay.red[{k}][last] == 1" for k in range(n))
+    at = lambda k: f"in{k} + at[{k}] + off[{k}]"  # noqa: E731
+    return [
+        f"GOMPUTE_FN void {sym}_leaf({a}* v, {p_decl}, int64_t n{params}) {{",
+        f"  constexpr int L = {L}, R = {R};",
+        "  if (n == R * L) {",
+        f"    for (int l = 0; l < L; ++l) v[l] = {ptr('l')};",
+        "    for (int r = 1; r < R; ++r)",
+        f"      for (int l = 0; l < L; ++l) v[l] = {sym}_comb(v[l], {ptr('r * L + l')});",
+        "    return;",
+        "  }",
+        f"  for (int l = 0; l < L; ++l) v[l] = {unit.identity};",
+        f"  for (int64_t j = 0; j < n; ++j) v[j % L] = {sym}_comb(v[j % L], {ptr('j')});",
+        "}",
+        f"GOMPUTE_ROWS void {sym}_run({a} (*stack)[{L}], int& depth, uint64_t& count, {p_decl}, int64_t n{params}) {{",
+        f"  for (int64_t j = 0; j < n; j += {R * L}) {{",
+        f"    {a} v[{L}];",
+        f"    const int64_t m = n - j < {R * L} ? n - j : {R * L};",
+        f"    {sym}_leaf(v, {', '.join(f'p{k} + j' for k in range(n))}, m{pass_params});",
+        f"    {sym}_push<{L}>(stack, depth, count, v);",
+        "  }",
+        "}",
+        "// Item i: the reduced elements [k0, k1) of result element i / chunks, one partial.",
+        f"GOMPUTE_ROWS {a} {sym}_row_item({', '.join(ins)}, const {lay}& lay, int64_t i{params}) {{",
+        "  const int64_t m = i / lay.chunks, k0 = i % lay.chunks * lay.chunk;",
+        "  const int64_t k1 = k0 + lay.chunk < lay.red_count ? k0 + lay.chunk : lay.red_count;",
+        f"  int64_t at[{n + 1}], off[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
+        f"  gompute_unravel<{n + 1}>(lay.kept_shape, lay.kept, lay.kept_ndim, m, at, idx);",
+        f"  gompute_unravel<{n + 1}>(lay.red_shape, lay.red, lay.red_ndim, k0, off, idx);",
+        f"  {a} stack[40][{L}];",
+        "  int depth = 0;",
+        "  uint64_t count = 0;",
+        "  const int64_t last = lay.red_ndim - 1;",
+        f"  if ({contiguous}) {{  // runs along the innermost reduced dimension, read where they are",
+        "    for (int64_t k = k0; k < k1;) {",
+        "      const int64_t left = lay.red_shape[last] - idx[last];",
+        "      const int64_t run = k1 - k < left ? k1 - k : left;",
+        f"      {sym}_run(stack, depth, count, {', '.join(at(k) for k in range(n))}, run{pass_params});",
+        "      gompute_advance(lay, idx, off, run);",
+        "      k += run;",
+        "    }",
+        "  } else {  // strided: gathered a leaf at a time",
+        f"    for (int64_t k = k0; k < k1; k += {R * L}) {{",
+        f"      const int64_t m = k1 - k < {R * L} ? k1 - k : {R * L};",
+        *(f"      {storage_ctype(t)} b{k}[{R * L}];" for k, t in enumerate(unit.in_storage)),
+        "      for (int64_t e = 0; e < m; ++e) {",
+        *(f"        b{k}[e] = in{k}[at[{k}] + off[{k}]];" for k in range(n)),
+        "        gompute_advance(lay, idx, off, 1);",
+        "      }",
+        f"      {a} v[{L}];",
+        f"      {sym}_leaf(v, {', '.join(f'b{k}' for k in range(n))}, m{pass_params});",
+        f"      {sym}_push<{L}>(stack, depth, count, v);",
+        "    }",
+        "  }",
+        f"  {a} v[{L}];",
+        f"  {sym}_fold<{L}>(stack, depth, v);",
+        f"  for (int w = {L // 2}; w > 0; w /= 2)",
+        f"    for (int l = 0; l < w; ++l) v[l] = {sym}_comb(v[l], v[l + w]);",
+        "  return v[0];",
+        "}",
+    ]
+
+
+def _host_columns(unit, structs, call_name: str) -> list[str]:
+    sym, a, n = unit.name, value_ctype(unit.acc), len(unit.in_storage)
+    ins, params, _ = _args(unit, structs)
+    W, R = column_width(unit.acc), LEAF_ROWS
+    val = _value(unit, call_name, [f"in{k}[at[{k}] + off[{k}] + l]" for k in range(n)])
+    lay = _layout_type(unit)
+    return [
+        "// Item i: result elements [m0, m0 + nw), contiguous in every input, over the reduced rows",
+        "// [k0, k1); their lanes are the results, so each row is one vector step.",
+        f"GOMPUTE_ROWS void {sym}_column_item({', '.join(ins)}, {a}* partials, const {lay}& lay, int64_t i{params}) {{",
+        f"  constexpr int W = {W}, R = {R};",
+        "  const int64_t cols = lay.kept_shape[lay.kept_ndim - 1], tiles = (cols + W - 1) / W;",
+        "  const int64_t kc = i % lay.chunks, t = i / lay.chunks % tiles, m0 = i / lay.chunks / tiles * cols + t * W;",
+        "  const int64_t nw = cols - t * W < W ? cols - t * W : W;",
+        "  const int64_t k0 = kc * lay.chunk, k1 = k0 + lay.chunk < lay.red_count ? k0 + lay.chunk : lay.red_count;",
+        f"  int64_t at[{n + 1}], off[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
+        f"  gompute_unravel<{n + 1}>(lay.kept_shape, lay.kept, lay.kept_ndim, m0, at, idx);",
+        f"  gompute_unravel<{n + 1}>(lay.red_shape, lay.red, lay.red_ndim, k0, off, idx);",
+        f"  {a} stack[40][W];",
+        "  int depth = 0;",
+        "  uint64_t count = 0;",
+        "  for (int64_t k = k0; k < k1; k += R) {",
+        "    const int64_t rows = k1 - k < R ? k1 - k : R;",
+        f"    {a} v[W];",
+        "    if (nw == W) {",
+        f"      for (int l = 0; l < W; ++l) v[l] = {val};",
+        "      gompute_advance(lay, idx, off, 1);",
+        "      for (int64_t r = 1; r < rows; ++r) {",
+        f"        for (int l = 0; l < W; ++l) v[l] = {sym}_comb(v[l], {val});",
+        "        gompute_advance(lay, idx, off, 1);",
+        "      }",
+        "    } else {",
+        f"      for (int l = 0; l < W; ++l) v[l] = {unit.identity};",
+        "      for (int64_t r = 0; r < rows; ++r) {",
+        f"        for (int l = 0; l < nw; ++l) v[l] = {sym}_comb(v[l], {val});",
+        "        gompute_advance(lay, idx, off, 1);",
+        "      }",
+        "    }",
+        f"    {sym}_push<W>(stack, depth, count, v);",
+        "  }",
+        f"  {a} v[W];",
+        f"  {sym}_fold<W>(stack, depth, v);",
+        "  for (int64_t l = 0; l < nw; ++l) partials[(m0 + l) * lay.chunks + kc] = v[l];",
+        "}",
+    ]
+
+
+def _host_entries(unit, structs, call_name: str) -> list[str]:
+    sym, a, n = unit.name, value_ctype(unit.acc), len(unit.in_storage)
+    entries = {e.kind: e for e in unit.entry_points()}
+    lay = _layout_type(unit)
+    rows = _host_rows(unit, structs, call_name)
+    pass_params = ", params" if unit.params_class is not None else ""
+    inputs = ", ".join(f"in{k}" for k in range(n))
+
+    def first_pass(kind: str, items: str, body: str) -> list[str]:
+        e = entries[kind]
+        return [
+            f"GOMPUTE_HOST_ARITY({e.symbol}, {e.arity});",
+            f"GOMPUTE_HOST_KERNEL({e.symbol}) {{",
+            *_host_arg_lines(e, structs, lay),
+            f"  const int64_t items = {items};",
+            "  for (uint64_t b = launch->block_begin; b < launch->block_end; ++b) {",
+            "    const int64_t first = (int64_t)b * layout.per_block;",
+            "    const int64_t last = first + layout.per_block < items ? first + layout.per_block : items;",
+            f"    for (int64_t i = first; i < last; ++i) {body};",
+            "  }",
+            "}",
+        ]
+
+    finish = entries["finish"]
+    return [
+        *_host_cascade(unit),
+        *rows,
+        *_host_columns(unit, structs, call_name),
+        *first_pass(
+            "rows",
+            "layout.kept_count * layout.chunks",
+            f"partials[i] = {sym}_row_item({inputs}, layout, i{pass_params})",
+        ),
+        *first_pass("columns", _COLUMN_ITEMS, f"{sym}_column_item({inputs}, partials, layout, i{pass_params})"),
+        f"GOMPUTE_HOST_ARITY({finish.symbol}, {finish.arity});",
+        f"GOMPUTE_HOST_KERNEL({finish.symbol}) {{",
+        *_host_arg_lines(finish, structs, lay),
+        "  const int64_t per = layout.finish_per_block;",
+        "  for (uint64_t b = launch->block_begin; b < launch->block_end; ++b) {",
+        "    const int64_t first = (int64_t)b * per, end = first + per;",
+        "    for (int64_t m = first; m < (end < layout.kept_count ? end : layout.kept_count); ++m) {",
+        f"      {a} stack[64][1], v[1];",
+        "      int depth = 0;",
+        "      uint64_t count = 0;",
+        "      for (int64_t c = 0; c < layout.chunks; ++c) {",
+        "        v[0] = partials[m * layout.chunks + c];",
+        f"        {sym}_push<1>(stack, depth, count, v);",
+        "      }",
+        f"      {sym}_fold<1>(stack, depth, v);",
+        f"      int64_t at[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
+        f"      gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m, at, idx);",
+        f"      {store_result(unit, f'out[at[{n}]]', 'v[0]')}",
+        "    }",
+        "  }",
+        "}",
+    ]

@@ -1,0 +1,305 @@
+"""`@g.reduce_kernel`: a reduction kernel, its map part, combine and identity.
+
+The decorated function is the map part: it turns one element of each input (broadcast as in
+`g.map`) into one value of the accumulator type, its return type. `combine` folds two
+accumulator values into one: `+` (the default), `*`, `min`, `max`, `&`, `|`, `^`, or a
+`@g.func (a, b) -> acc`. It must be associative and commutative: the elements of one result are
+combined in an order of gompute's choosing (lanes, blocks, a pairwise tree). `identity` is the
+value `combine(identity, a) == a` for every `a`, and the result of an empty reduction; `min` and
+`max` need none (gompute uses the type's extremes inside, and an empty reduction raises, as
+NumPy's does).
+
+A kernel whose return type is not annotated takes NumPy's accumulator rules for `+` and `*`:
+bool and integers narrower than 64 bits accumulate in i64 (u64 when unsigned), as `np.sum`
+gives; f16 and bf16 accumulate in f32 and the result is rounded back. Half accumulators always
+add in f32 registers and are rounded once, at the end, as NumPy sums float16.
+"""
+
+from __future__ import annotations
+
+import builtins as _py
+import functools
+import operator
+
+from .. import types as T
+from ..errors import ArgumentError, CompileError
+from ..types import ScalarType
+from .builtins import BUILTINS
+from .frontend import return_annotation
+from .kernel import Func, MapKernel, backend_name, compile_module
+from .module import EntryArg, EntryPoint, Specialization, module_source
+from .reduce_entries import LAYOUT_ARRAYS, reduce_entries_source
+from .typing_rules import concrete, converts_exactly, is_half
+
+COMBINES = ("+", "*", "min", "max", "&", "|", "^")
+_ALIASES = {
+    operator.add: "+",
+    operator.mul: "*",
+    operator.and_: "&",
+    operator.or_: "|",
+    operator.xor: "^",
+    _py.min: "min",
+    _py.max: "max",
+    BUILTINS["min"]: "min",
+    BUILTINS["max"]: "max",
+}
+
+
+def _combine_of(combine, name: str):
+    """What `combine=` names: "+", "*", ..., or the @g.func itself."""
+    if combine is None:
+        return "+"
+    if isinstance(combine, Func):
+        return combine
+    if isinstance(combine, str) and combine in COMBINES:
+        return combine
+    try:
+        found = _ALIASES.get(combine)
+    except TypeError:  # unhashable
+        found = None
+    if found is None:
+        raise ArgumentError(
+            f"{name}: combine={combine!r} is not one gompute knows; give one of {', '.join(COMBINES)} "
+            "(or g.min, g.max, operator.add, ...), or a @g.func (a, b) -> acc"
+        )
+    return found
+
+
+class LayoutArg(EntryArg):
+    """A reduction entry's layout argument: `gompute_reduce_layout<N>` (reduce_entries.py)."""
+
+    @property
+    def nbytes(self) -> int:
+        return layout_nbytes(self.type)
+
+
+def layout_nbytes(narrays: int) -> int:
+    """The size of `gompute_reduce_layout<narrays>`: two counts, two shapes, two stride tables of
+    `narrays` rows, seven int64 of work cutting, all int64."""
+    from .module import MAX_NDIM
+
+    return 8 * (2 + 2 * MAX_NDIM + 2 * narrays * MAX_NDIM + 7)
+
+
+class ReduceSpecialization(Specialization):
+    """One reduction specialization: the map part's function and storage, plus the combine,
+    the accumulator and result types and the identity's C++ spelling."""
+
+    def __init__(
+        self, name, function, block_size, in_storage, out_storage, *, combine, combine_fn, acc, result, identity
+    ):
+        super().__init__(name, function, block_size, in_storage, out_storage)
+        self.combine = combine  # one of COMBINES, or "func"
+        self.combine_fn = combine_fn  # the @g.func's typed IR for (acc, acc), when combine is "func"
+        self.acc = acc
+        self.result = result
+        self.identity = identity  # a C++ expression of the accumulator's value type
+
+    @property
+    def partial_type(self) -> ScalarType:
+        """The type block partials are stored as: the accumulator's value type."""
+        return T.f32 if is_half(self.acc) else self.acc
+
+    def roots(self):
+        return [self.function] + ([self.combine_fn] if self.combine_fn is not None else [])
+
+    def entries_source(self, backend, structs, names, done) -> list[str]:
+        combine_name = names[id(self.combine_fn)] if self.combine_fn is not None else None
+        return reduce_entries_source(backend, self, structs, names[id(self.function)], combine_name)
+
+    def _make_entry_points(self) -> list[EntryPoint]:
+        n = len(self.in_storage)
+        inputs = tuple(EntryArg(f"in{i}", "pointer", t) for i, t in enumerate(self.in_storage))
+        layout = LayoutArg("layout", "layout", n + LAYOUT_ARRAYS)
+        params = (EntryArg("params", "params", self.params_class),) if self.params_class is not None else ()
+        partials = EntryArg("partials", "pointer", self.partial_type)
+        first = (*inputs, partials, layout, *params)
+        finish = (partials, EntryArg("out", "pointer", self.out_storage), layout)
+        return [
+            EntryPoint(f"{self.name}__rows", "rows", first),
+            EntryPoint(f"{self.name}__columns", "columns", first),
+            EntryPoint(f"{self.name}__finish", "finish", finish),
+        ]
+
+
+class ReduceKernel:
+    """A reduction kernel, made by `@g.reduce_kernel(identity=..., combine=...)`."""
+
+    is_reduce_kernel = True
+
+    def __init__(self, fn, identity=None, combine=None, block_size: int = 256):
+        functools.update_wrapper(self, fn)
+        self.map_part = MapKernel(fn, block_size)
+        self.name = self.map_part.name
+        self.combine = _combine_of(combine, self.name)
+        if identity is None and self.combine not in ("min", "max"):
+            what = "its @g.func combine" if isinstance(self.combine, Func) else f"combine {self.combine!r}"
+            raise ArgumentError(
+                f"{self.name}: {what} needs identity= (the value combine(identity, a) == a, and the result of an "
+                "empty reduction); only min and max go without"
+            )
+        if identity is not None and not isinstance(identity, (bool, int, float)):
+            raise ArgumentError(f"{self.name}: identity must be a Python number, got {identity!r}")
+        self.identity = identity
+        self.numpy_rules = return_annotation(self.map_part.src) is None
+        self._variants: dict[tuple, ReduceSpecialization] = {}
+        self._images: dict[tuple, object] = {}
+
+    # What g.reduce's call glue reads, as it reads a map kernel's.
+    @property
+    def arity(self) -> int:
+        return self.map_part.arity
+
+    @property
+    def arg_names(self):
+        return self.map_part.arg_names
+
+    @property
+    def annotations(self):
+        return self.map_part.annotations
+
+    @property
+    def params_class(self):
+        return self.map_part.params_class
+
+    @property
+    def block_size(self) -> int:
+        return self.map_part.block_size
+
+    @property
+    def generic(self) -> bool:
+        return self.map_part.generic
+
+    def __call__(self, *args, **kwargs):
+        raise ArgumentError(
+            f"{self.name} is a reduction kernel, which runs on arrays through g.reduce: "
+            f"g.reduce({self.name})({', '.join(self.arg_names)}, axis=None)"
+        )
+
+    def __reduce__(self):
+        return _rebuild, (self.map_part, self.identity, self.combine)
+
+    def __dask_tokenize__(self) -> tuple:
+        combine = self.combine if isinstance(self.combine, str) else self.combine.__dask_tokenize__()
+        return ("gompute.reduce_kernel", self.map_part.__dask_tokenize__(), repr(self.identity), combine)
+
+    def accumulator(self, ret: ScalarType) -> tuple[ScalarType, ScalarType]:
+        """(accumulator type, result type) for a map part returning `ret`."""
+        if not self.numpy_rules or self.combine not in ("+", "*"):
+            return ret, ret
+        if ret is T.bool_ or (ret.kind == "i" and ret.bits < 64):
+            return T.i64, T.i64
+        if ret.kind == "u" and ret.bits < 64:
+            return T.u64, T.u64
+        if is_half(ret):
+            return T.f32, ret
+        return ret, ret
+
+    def result_type(self, in_storage: tuple[ScalarType, ...]) -> ScalarType:
+        """The element type of a new result for inputs stored as `in_storage`."""
+        return self.variant(tuple(in_storage)).result
+
+    def variant(
+        self, in_storage: tuple[ScalarType, ...], out_storage: ScalarType | None = None
+    ) -> ReduceSpecialization:
+        """The specialization reading inputs stored as `in_storage` into an output stored as
+        `out_storage` (None: the result type), each converted exactly; then a dictionary lookup."""
+        key = (tuple(in_storage), out_storage)
+        found = self._variants.get(key)
+        if found is None:
+            found = self._variants[key] = self._make_variant(*key)
+        return found
+
+    def _make_variant(self, in_storage, out_storage) -> ReduceSpecialization:
+        spec = self.map_part.variant(in_storage)
+        ret = concrete(spec.out_type)
+        acc, result = self.accumulator(ret)
+        if self.combine in ("&", "|", "^") and acc.is_float:
+            raise ArgumentError(
+                f"{self.name}: combine {self.combine!r} takes integers or bools, and returns {acc.name}"
+            )
+        out_storage = result if out_storage is None else out_storage
+        if not converts_exactly(result, out_storage):
+            raise ArgumentError(
+                f"{self.name} reduces to {result.name}; an output array of {_name(out_storage)} cannot hold it "
+                f"exactly — pass an out= array of {result.name} (or of a wider type)"
+            )
+        combine_fn = None
+        if isinstance(self.combine, Func):
+            combine_fn = self.combine.specialize([acc, acc], CompileError)
+            got = concrete(combine_fn.return_type)
+            if not converts_exactly(got, acc):
+                raise ArgumentError(
+                    f"{self.name}: combine {self.combine.__name__} returns {got.name} for two {acc.name} values; "
+                    f"it must return {acc.name}, the accumulator type"
+                )
+        symbol = f"{spec.name}__reduce" + (f"__to_{out_storage.name}" if out_storage is not result else "")
+        return ReduceSpecialization(
+            symbol,
+            spec.function,
+            self.block_size,
+            spec.in_storage,
+            out_storage,
+            combine="func" if combine_fn is not None else self.combine,
+            combine_fn=combine_fn,
+            acc=acc,
+            result=result,
+            identity=self._identity_code(acc),
+        )
+
+    def _identity_code(self, acc: ScalarType) -> str:
+        from .codegen import literal
+
+        value = self.identity
+        if value is None:  # min or max: the type's far end, never a result of a nonempty reduction
+            if acc.is_float:
+                return f"{'' if self.combine == 'min' else '-'}gompute_inf_{'f64' if acc is T.f64 else 'f32'}()"
+            if acc is T.bool_:
+                return "true" if self.combine == "min" else "false"
+            lo, hi = acc.range()
+            return literal(hi if self.combine == "min" else lo, acc)
+        if not acc.is_float:
+            if isinstance(value, float) and not value.is_integer():
+                raise ArgumentError(f"{self.name}: identity={value!r} is not a value of the accumulator, {acc.name}")
+            lo, hi = acc.range() if acc is not T.bool_ else (0, 1)
+            if self.combine in ("&", "|", "^") and acc.kind == "u":  # bits: -1 is all ones, as for NumPy
+                value = int(value) % (hi + 1)
+            if not lo <= int(value) <= hi:
+                raise ArgumentError(f"{self.name}: identity={value!r} is outside {acc.name}'s range")
+        return literal(value, T.f32 if is_half(acc) else acc)
+
+    def source(self, backend="host", *types: ScalarType) -> str:
+        """The generated C++ module of this kernel for `backend` and input types `types`."""
+        return module_source([self.variant(types or tuple(self.annotations))], backend_name(backend))
+
+    def image_of(self, spec: ReduceSpecialization, backend, arch: str | None = None):
+        """The compiled image holding `spec`; a second call costs one dictionary lookup."""
+        key = (backend, arch, spec.name)
+        image = self._images.get(key)
+        if image is None:
+            image = self._images[key] = compile_module([spec], backend_name(backend), arch, spec.name)
+        return image
+
+    def __repr__(self) -> str:
+        combine = self.combine if isinstance(self.combine, str) else self.combine.__name__
+        return f"<reduce_kernel {self.name} combine={combine} identity={self.identity!r}>"
+
+
+def _name(t: ScalarType) -> str:
+    return t.dtype.name if t.dtype is not None else t.name
+
+
+def _rebuild(map_part: MapKernel, identity, combine) -> ReduceKernel:
+    kernel = ReduceKernel.__new__(ReduceKernel)
+    functools.update_wrapper(kernel, map_part.fn)
+    kernel.map_part, kernel.name, kernel.combine, kernel.identity = map_part, map_part.name, combine, identity
+    kernel.numpy_rules = return_annotation(map_part.src) is None
+    kernel._variants, kernel._images = {}, {}
+    return kernel
+
+
+def reduce_kernel(fn=None, *, identity=None, combine=None, block_size: int = 256):
+    """Make a reduction kernel: `@g.reduce_kernel(identity=0)` over a typed map part; see the module."""
+    if fn is None:
+        return lambda f: ReduceKernel(f, identity, combine, block_size)
+    return ReduceKernel(fn, identity, combine, block_size)

@@ -1,0 +1,215 @@
+"""g.reduce against NumPy: every combine, axis form, keepdims, dtypes, empty, strided,
+transposed and broadcast inputs, out=, on NumPy arrays, torch CPU tensors and Buffers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gompute as g
+
+from . import kernels as K
+
+RNG = np.random.default_rng(7)
+AXES = [None, 0, 1, 2, -1, -3, (0, 2), (2, 0), (), (0, 1, 2), (-1, 1)]
+
+
+def _data(shape, dtype) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return RNG.random(shape) < 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return RNG.integers(max(info.min, -100), min(info.max, 100), shape, dtype=dtype, endpoint=True)
+    return (RNG.standard_normal(shape)).astype(dtype)
+
+
+def _close(got, want, dtype=None):
+    got = np.asarray(got)
+    assert got.shape == np.shape(want)
+    if dtype is not None:
+        assert got.dtype == np.dtype(dtype), (got.dtype, dtype)
+    if got.dtype.kind == "f":
+        tol = 1e-2 if got.dtype.itemsize == 2 else 1e-5 if got.dtype.itemsize == 4 else 1e-12
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_sum_of_squares_every_axis_form(axis, keepdims):
+    x = _data((5, 6, 7), np.float32)
+    _close(g.reduce(K.sumsq)(x, axis=axis, keepdims=keepdims), np.sum(x * x, axis=axis, keepdims=keepdims))
+
+
+def test_full_reduction_is_a_0d_array_of_numpy():
+    x = _data((10,), np.float32)
+    got = g.reduce(K.sumsq)(x)
+    assert isinstance(got, np.ndarray) and got.shape == () and got.dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    ("kernel", "reference", "dtypes"),
+    [
+        (K.total, np.sum, ["bool", "i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f2", "f4", "f8"]),
+        (K.product, np.prod, ["i1", "u1", "i4", "i8", "f4", "f8"]),
+        (K.largest, np.max, ["bool", "i1", "u2", "i4", "u8", "f2", "f4", "f8"]),
+        (K.smallest, np.min, ["bool", "i1", "u2", "i8", "f2", "f4", "f8"]),
+        (K.all_bits, np.bitwise_and.reduce, ["i1", "u1", "i4", "u8"]),
+        (K.any_bits, np.bitwise_or.reduce, ["bool", "i2", "u4", "i8"]),
+        (K.parity, np.bitwise_xor.reduce, ["bool", "u1", "i4", "i8"]),
+    ],
+)
+@pytest.mark.parametrize("axis", [None, 0, -1, (0, 1)])
+def test_every_combine_and_dtype_follows_numpy(kernel, reference, dtypes, axis):
+    for dtype in dtypes:
+        x = _data((4, 9, 3), dtype)
+        if kernel is K.product and np.dtype(dtype).kind == "f":
+            x = (1 + x / 50).astype(dtype)
+        want = reference(x, axis=axis)
+        _close(g.reduce(kernel)(x, axis=axis), want, np.asarray(want).dtype)
+
+
+def test_absmax_dot_custom_combine_and_params():
+    x, y = _data((8, 33), np.float32), _data((8, 33), np.float32)
+    _close(g.reduce(K.absmax)(x, axis=1), np.max(np.abs(x), axis=1))
+    _close(g.reduce(K.dot)(x, y), np.dot(x.ravel().astype(np.float64), y.ravel()))
+    _close(g.reduce(K.dot)(x, y[0]), np.sum(x * y[0], axis=None))  # broadcast as in g.map
+    z = _data((40, 3), np.float64)
+    picks = g.reduce(K.extreme)(z, axis=0)
+    _close(picks, z[np.argmax(np.abs(z), axis=0), np.arange(3)])
+    _close(g.reduce(K.shifted_sum)(z, axis=1, by=2.5), np.sum(z + 2.5, axis=1))
+    _close(g.reduce(K.count_positive)(x.T, axis=0), np.sum(x.T > 0, axis=0), np.int64)
+
+
+def test_nan_propagates_through_max_and_sum():
+    x = _data((3, 50), np.float32)
+    x[1, 17] = np.nan
+    got = g.reduce(K.largest)(x, axis=1)
+    assert np.isnan(got[1]) and not np.isnan(got[0]) and not np.isnan(got[2])
+    assert np.isnan(g.reduce(K.total)(x))
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda a: a.T,
+        lambda a: a[::2, ::-1],
+        lambda a: a[:, 3:40:3],
+        lambda a: np.broadcast_to(a[:1], a.shape),
+        lambda a: a[::-1],
+        lambda a: np.swapaxes(a.reshape(10, 5, 48), 0, 2),
+    ],
+)
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_strided_transposed_and_broadcast_inputs(view, axis):
+    x = view(_data((50, 48), np.float64))
+    if axis == 1 and x.ndim < 2:
+        return
+    _close(g.reduce(K.total)(x, axis=axis), np.sum(x, axis=axis))
+    _close(g.reduce(K.largest)(x, axis=axis), np.max(x, axis=axis))
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis"),
+    [((3000, 70), 0), ((3000, 70), 1), ((70, 3000), 0), ((70, 3000), 1), ((2, 300000), None), ((40, 9, 700), (0, 2))],
+)
+def test_large_rows_and_columns_span_many_items(shape, axis):
+    x = _data(shape, np.float64)
+    _close(g.reduce(K.total)(x, axis=axis), np.sum(x, axis=axis))
+    i = _data(shape, np.int32)
+    _close(g.reduce(K.total)(i, axis=axis), np.sum(i, axis=axis), np.int64)
+    _close(g.reduce(K.largest)(i, axis=axis), np.max(i, axis=axis))
+
+
+def test_empty_inputs():
+    e = np.zeros((0, 4), np.float32)
+    _close(g.reduce(K.total)(e, axis=0), np.zeros(4, np.float32))
+    _close(g.reduce(K.total)(e, axis=1), np.zeros(0, np.float32))
+    _close(g.reduce(K.total)(e), np.float32(0))
+    _close(g.reduce(K.product)(e, axis=0), np.ones(4, np.float32))
+    _close(g.reduce(K.largest)(e, axis=1), np.zeros(0, np.float32))  # no element is reduced from nothing
+    with pytest.raises(ValueError, match="zero elements"):
+        g.reduce(K.largest)(e, axis=0)
+    with pytest.raises(g.ArgumentError, match="no identity"):
+        g.reduce(K.largest)(e)
+
+
+def test_out_is_written_and_returned():
+    x = _data((6, 5), np.float32)
+    out = np.full(5, 7, np.float32)
+    assert g.reduce(K.sumsq)(x, axis=0, out=out) is out
+    _close(out, np.sum(x * x, axis=0))
+    wide = np.zeros((1, 5), np.float64)
+    g.reduce(K.sumsq)(x, axis=0, keepdims=True, out=wide)
+    _close(wide, np.sum(x * x, axis=0, keepdims=True).astype(np.float64))
+    target = np.zeros(12, np.float32)
+    g.reduce(K.sumsq)(x.T, axis=1, out=target[::2][:5])
+    _close(target[::2][:5], np.sum(x * x, axis=0))
+    assert not target[1::2].any()
+
+
+def test_out_and_axis_errors():
+    x = _data((6, 5), np.float32)
+    with pytest.raises(g.ArgumentError, match="shape"):
+        g.reduce(K.sumsq)(x, axis=0, out=np.zeros(6, np.float32))
+    with pytest.raises(g.ArgumentError, match="cannot hold"):
+        g.reduce(K.sumsq)(x, axis=0, out=np.zeros(5, np.float16))
+    with pytest.raises(g.ArgumentError, match="shares memory"):
+        g.reduce(K.total)(x, axis=1, out=x[:, 0])
+    with pytest.raises(np.exceptions.AxisError):
+        g.reduce(K.sumsq)(x, axis=2)
+    with pytest.raises(ValueError, match="repeated|duplicate"):
+        g.reduce(K.sumsq)(x, axis=(0, -2))
+    with pytest.raises(g.ArgumentError, match="axis must be"):
+        g.reduce(K.sumsq)(x, axis=1.5)
+    with pytest.raises(g.ArgumentError, match="g.reduce"):
+        K.sumsq(x)
+
+
+def test_kernel_errors_at_decoration():
+    with pytest.raises(g.ArgumentError, match="identity"):
+
+        @g.reduce_kernel
+        def no_identity(x):
+            return x
+
+    with pytest.raises(g.ArgumentError, match="combine"):
+
+        @g.reduce_kernel(identity=0, combine="-")
+        def minus(x):
+            return x
+
+    with pytest.raises(g.ArgumentError, match="integers"):
+
+        @g.reduce_kernel(identity=0, combine="&")
+        def float_and(x: g.f32) -> g.f32:
+            return x
+
+        float_and.variant((g.f32,))
+
+
+def test_torch_tensors_and_buffers():
+    torch = pytest.importorskip("torch")
+    x = _data((7, 40), np.float32)
+    t = torch.from_numpy(x)
+    got = g.reduce(K.sumsq)(t, axis=1)
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
+    _close(got.numpy(), np.sum(x * x, axis=1))
+    full = g.reduce(K.sumsq)(t.T)
+    assert isinstance(full, torch.Tensor) and full.shape == ()
+    out = torch.zeros(40)
+    g.reduce(K.sumsq)(t, axis=0, out=out)
+    _close(out.numpy(), np.sum(x * x, axis=0))
+    b = g.asbuffer(x)
+    r = g.reduce(K.sumsq)(b, axis=0, keepdims=True)
+    assert isinstance(r, g.Buffer) and tuple(r.shape) == (1, 40)
+    _close(np.asarray(r), np.sum(x * x, axis=0, keepdims=True))
+
+
+def test_same_input_gives_the_same_bits_every_time():
+    x = _data((3, 200001), np.float32)
+    first = g.reduce(K.total)(x, axis=1)
+    for _ in range(3):
+        assert g.reduce(K.total)(x, axis=1).tobytes() == first.tobytes()
