@@ -47,7 +47,7 @@ info: $(STAMP)
 # The CUDA adapter against tests/fakes/fake_libcuda.cpp, a stand-in for the driver over
 # host memory: the runtime and interop suites run again with cuda as a present backend.
 FAKE_CUDA := build/fake-cuda/libcuda.so
-$(FAKE_CUDA): tests/fakes/fake_libcuda.cpp gompute/include/gompute/host_launch.h
+$(FAKE_CUDA): tests/fakes/fake_libcuda.cpp tests/fakes/fake_device_memory.h gompute/include/gompute/host_launch.h
 	mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O1 -shared -fPIC -fvisibility=hidden -Igompute/include $< -o $@ -ldl
 

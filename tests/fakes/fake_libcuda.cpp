@@ -4,9 +4,11 @@
 //
 // What it is: FAKE_CUDA_DEVICES devices (1 unless set, at most 4; "Fake CUDA Device",
 // compute capability FAKE_CUDA_CC or 9.0, 1 GiB, 132 SMs each) behind driver 12080, with
-// the real error codes and names. Device pointers are host pointers, in one address space
+// the real error codes and names. Device pointers are host addresses, in one address space
 // as under unified addressing (cuPointerGetAttribute tells a pointer's device and
-// context, interior pointers too). A module image is a host-ABI shared object
+// context, interior pointers too), that the host cannot read or write between driver calls
+// (tests/fakes/fake_device_memory.h: a host touch of device memory is a SIGSEGV; pinned memory
+// stays addressable, as on a GPU). A module image is a host-ABI shared object
 // (gompute/host_launch.h) standing in for a CUBIN: its kernels are the names in its
 // exported, NULL-terminated `const char* fake_cuda_kernels[]` (the CUBIN's function
 // table), `NAME_gompute_arity` gives a kernel's parameter count, and a launch runs the
@@ -46,7 +48,8 @@
 // is always on). Releasing a primary context's last reference frees everything it held.
 //
 // Knobs: FAKE_CUDA_INIT_ERROR=<code> (cuInit's result), FAKE_CUDA_DEVICES=<0..4> (0: no
-// device), FAKE_CUDA_DELAY_US=<mean delay of queued work>, and -DFAKE_CUDA_OLD, a library lacking cuLaunchKernel, cuPointerGetAttribute
+// device), FAKE_CUDA_DELAY_US=<mean delay of queued work>, FAKE_CUDA_ADDRESSABLE=1 (device
+// memory the host can touch, for debugging), and -DFAKE_CUDA_OLD, a library lacking cuLaunchKernel, cuPointerGetAttribute
 // and the CUDA 12.x additions.
 //
 // Faults on demand: any entry point's nth call from now can be made to return a chosen code
@@ -80,6 +83,8 @@
 #include <vector>
 
 #include <gompute/host_launch.h>
+
+#include "fake_device_memory.h"
 
 #define FAKE_API extern "C" __attribute__((visibility("default")))
 
@@ -118,7 +123,6 @@ constexpr ErrorText kErrors[] = {
 };
 
 constexpr size_t kTotalMemory = size_t(1) << 30;
-constexpr size_t kAlignment = 256;  // what cuMemAlloc guarantees
 constexpr int kMultiprocessors = 132;
 constexpr int kDriverVersion = 12080;
 constexpr uint64_t kMaxThreadsPerBlock = 1024;
@@ -264,6 +268,7 @@ struct Context {
 
 std::mutex g_mu;  // guards everything below but the contexts' sticky faults and t_current
 std::atomic<bool> g_initialized{false};
+fake_device::Memory g_device_memory;  // before the contexts: their queues' last work uses it
 Context g_contexts[kMaxDevices];
 thread_local Context* t_current = nullptr;
 using Lock = std::lock_guard<std::mutex>;
@@ -403,6 +408,7 @@ void wait_unlocked(std::unique_lock<std::mutex>& lock, const std::vector<DonePtr
 }
 
 void move_bytes(CUdeviceptr dst, CUdeviceptr src, size_t n, bool device_to_device) {
+  fake_device::Memory::Work work(g_device_memory);
   if (device_to_device && dst < src + n && src < dst + n)
     std::memset(reinterpret_cast<void*>(dst), 0xDB, n);  // undefined on a GPU; see the header
   else
@@ -425,7 +431,10 @@ CUresult copy(CUdeviceptr dst, CUdeviceptr src, size_t n, bool dst_device, bool 
     if (!src_device && !in_pinned(host_src, n)) {
       auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(host_src),
                                                         static_cast<const char*>(host_src) + n);
-      enqueue(current(), stream, [=] { std::memcpy(reinterpret_cast<void*>(dst), staged->data(), n); });
+      enqueue(current(), stream, [=] {
+        fake_device::Memory::Work work(g_device_memory);
+        std::memcpy(reinterpret_cast<void*>(dst), staged->data(), n);
+      });
       return CUDA_SUCCESS;
     }
     bool into_pageable = !dst_device && !in_pinned(reinterpret_cast<const void*>(dst), n);
@@ -599,7 +608,7 @@ FAKE_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   if (ctx.refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
   if (--ctx.refs > 0) return CUDA_SUCCESS;
   wait_unlocked(lock, all_work(ctx.objects));
-  for (auto& [ptr, size] : ctx.objects.allocations) std::free(reinterpret_cast<void*>(ptr));
+  for (auto& [ptr, size] : ctx.objects.allocations) g_device_memory.release(reinterpret_cast<void*>(ptr));
   for (auto& [ptr, size] : ctx.objects.pinned) std::free(ptr);
   ctx.objects = Objects{};  // unloads the modules too
   return CUDA_SUCCESS;
@@ -629,7 +638,7 @@ FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr* ptr, size_t n) {
   if (CUresult r = in_context()) return r;
   if (!ptr || n == 0) return CUDA_ERROR_INVALID_VALUE;
   if (n > kTotalMemory - current().used) return CUDA_ERROR_OUT_OF_MEMORY;
-  void* p = std::aligned_alloc(kAlignment, (n + kAlignment - 1) / kAlignment * kAlignment);
+  void* p = g_device_memory.allocate(n);  // page-aligned: past the 256 bytes cuMemAlloc promises
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   *ptr = CUdeviceptr(p);
   current().allocations[*ptr] = n;
@@ -644,7 +653,7 @@ FAKE_API CUresult cuMemFree_v2(CUdeviceptr ptr) {
   wait_unlocked(lock, all_work(ctx->objects));  // cuMemFree waits for the device
   Objects& objects = ctx->objects;
   if (!objects.allocations.count(ptr)) return CUDA_ERROR_INVALID_VALUE;  // freed by another thread meanwhile
-  std::free(reinterpret_cast<void*>(ptr));
+  g_device_memory.release(reinterpret_cast<void*>(ptr));
   objects.used -= objects.allocations[ptr];
   objects.allocations.erase(ptr);
   return CUDA_SUCCESS;
@@ -965,7 +974,10 @@ FAKE_API CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsig
       launch.args = args->pointers();
       launch.shared = launch.shared_bytes ? shared.data() : nullptr;
       launch.runtime = &fault;
-      fn.entry(&launch);
+      {
+        fake_device::Memory::Work work(g_device_memory);
+        fn.entry(&launch);
+      }
       if (fault.trapped) {
         CUresult none = CUDA_SUCCESS;
         ctx->sticky.compare_exchange_strong(none, CUDA_ERROR_LAUNCH_FAILED);
