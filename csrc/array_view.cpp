@@ -1,6 +1,9 @@
 // Reading arrays for the g.map fast path: a gompute Buffer in place, the buffer protocol,
-// PyTorch's NumPy view, __cuda_array_interface__ v3, and versioned DLPack (see array_view.h).
+// PyTorch tensors through DLPack's exchange table, __cuda_array_interface__ v3, and versioned
+// DLPack (see array_view.h).
 #include "array_view.h"
+
+#include "dlpack_exchange.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -43,24 +46,19 @@ void ArrayView::open(PyObject* obj, bool writable) {
 }
 
 // The protocols in order of cost: a Buffer's own fields, the buffer protocol, a torch
-// tensor's NumPy view, CAI, DLPack. A NumPy masked array (its mask would be ignored) is left
-// to the general path, which refuses it, and so is a torch tensor NumPy cannot view (its
-// DLPack export would drop a negative bit).
+// tensor's exchange table, CAI, DLPack. A NumPy masked array (its mask would be ignored) is
+// left to the general path, which refuses it, and so is a torch tensor torch would not export.
 void ArrayView::read(PyObject* obj, bool writable) {
   static PyObject* const numpy_ma = PyUnicode_InternFromString("numpy.ma");  // kept for the process
   static PyObject* const torch = PyUnicode_InternFromString("torch");
   static PyTypeObject *masked = nullptr, *tensor = nullptr;
   if (Py_TYPE(obj) == buffer_type()) return from_buffer(obj, writable);
-  const char* type_name = Py_TYPE(obj)->tp_name;
   if (PyObject_CheckBuffer(obj)) {  // a masked array has the buffer protocol too; an exact ndarray is none
-    if (std::strcmp(type_name, "numpy.ndarray") == 0 || !is_instance(obj, numpy_ma, "MaskedArray", masked))
+    if (std::strcmp(Py_TYPE(obj)->tp_name, "numpy.ndarray") == 0 || !is_instance(obj, numpy_ma, "MaskedArray", masked))
       read_buffer_protocol(obj, writable);
     return;
   }
-  if (std::strcmp(type_name, "Tensor") == 0 || is_instance(obj, torch, "Tensor", tensor)) {
-    from_tensor(obj, writable);
-    return;
-  }
+  if (is_instance(obj, torch, "Tensor", tensor)) return from_tensor(obj, writable);
   if (from_cuda_array_interface(obj, writable)) return;
   if (PyObject_HasAttrString(obj, "__dlpack__")) from_dlpack(obj, writable);
 }
@@ -137,17 +135,93 @@ char ArrayView::typestr_format(const char* t) {
   return 0;
 }
 
-// A PyTorch CPU tensor through its NumPy view (`tensor.numpy()` shares the memory and is
-// about three times cheaper than `__dlpack__`). A CUDA tensor is not taken: its
-// __cuda_array_interface__ names no stream, and asking torch for its current one is a
-// Python call the general path makes anyway.
+namespace {
+
+// The exchange table `type` carries (dlpack_exchange.h), or null when it has none, or one of
+// another major version, or one without the two functions read here.
+const DLPackExchangeAPI* exchange_api(PyTypeObject* type) {
+  static PyObject* const name = PyUnicode_InternFromString("__dlpack_c_exchange_api__");  // kept for the process
+  PyObject* capsule = PyObject_GetAttr(reinterpret_cast<PyObject*>(type), name);
+  const void* table = capsule && PyCapsule_CheckExact(capsule) ? PyCapsule_GetPointer(capsule, "dlpack_exchange_api") : nullptr;
+  Py_XDECREF(capsule);  // the table outlives it: it lives as long as the process
+  PyErr_Clear();
+  const auto* api = static_cast<const DLPackExchangeAPI*>(table);
+  if (!api || api->header.version.major != DLPACK_MAJOR_VERSION || !api->dltensor_from_py_object_no_sync ||
+      !api->current_work_stream)
+    return nullptr;
+  return api;
+}
+
+// `tensor.name()` is False (the call succeeds and says so).
+bool says_no(PyObject* tensor, PyObject* name) {
+  PyObject* answer = PyObject_CallMethodNoArgs(tensor, name);
+  const bool no = answer == Py_False;
+  Py_XDECREF(answer);
+  return no;
+}
+
+// Whether torch would export `tensor` through __dlpack__ (whose refusal the general path
+// reports): it does not require grad (a write would escape autograd), and its memory holds
+// the values it shows (no lazy negation, no lazy conjugation of a complex tensor). The
+// exchange table's view skips these checks, as a NumPy view does not.
+bool exportable(PyObject* tensor, bool complex) {
+  static PyObject* const requires_grad = PyUnicode_InternFromString("requires_grad");  // kept for the process
+  static PyObject* const is_neg = PyUnicode_InternFromString("is_neg");
+  static PyObject* const is_conj = PyUnicode_InternFromString("is_conj");
+  PyObject* grad = PyObject_GetAttr(tensor, requires_grad);
+  bool ok = grad == Py_False;
+  Py_XDECREF(grad);
+  ok = ok && says_no(tensor, is_neg) && (!complex || says_no(tensor, is_conj));
+  PyErr_Clear();
+  return ok;
+}
+
+}  // namespace
+
+// A PyTorch tensor, on the CPU or a GPU, through the DLPack exchange table its type carries:
+// one C call fills a DLTensor in place and another gives torch's current stream on the
+// tensor's device, the stream torch's own ops would use next; no Python runs in between.
+// torch has no read-only tensors, so `writable` asks nothing of a tensor read this way.
+// A torch without the table: a CPU tensor through its NumPy view, a GPU one to the general path.
 void ArrayView::from_tensor(PyObject* tensor, bool writable) {
+  const DLPackExchangeAPI* api = exchange_api(Py_TYPE(tensor));
+  if (!api) return from_tensor_numpy(tensor, writable);
+  DLTensor t;
+  if (api->dltensor_from_py_object_no_sync(tensor, &t) != 0) {  // e.g. a sparse or meta tensor
+    PyErr_Clear();
+    return;
+  }
+  if (!exportable(tensor, t.dtype.code == kDLComplex)) return;
+  const DLDeviceType device = t.device.device_type;
+  if (device == kDLCUDA || device == kDLROCM) {
+    void* stream = nullptr;
+    if (api->current_work_stream(device, t.device.device_id, &stream) != 0) {
+      PyErr_Clear();
+      return;
+    }
+    kind_ = device == kDLCUDA ? BackendKind::cuda : BackendKind::hip;
+    ordinal_ = t.device.device_id;
+    has_stream_ = true;
+    stream_ = stream;
+  } else if (device != kDLCPU) {
+    return;
+  }
+  torch_tensor_ = true;
+  format_ = dlpack_format(t.dtype);
+  itemsize_ = t.dtype.bits / 8;
+  set_data(t.data ? static_cast<char*>(t.data) + t.byte_offset : nullptr);  // NULL stays NULL: declined
+  ok_ = format_ != 0 && set_layout(t.shape, t.strides, itemsize_, t.ndim);  // DLPack strides count elements
+}
+
+// A CPU tensor through its NumPy view (`tensor.numpy()` shares the memory, and refuses what
+// torch would not export).
+void ArrayView::from_tensor_numpy(PyObject* tensor, bool writable) {
   static PyObject* const is_cuda = PyUnicode_InternFromString("is_cuda");  // kept for the process
   PyObject* cuda = PyObject_GetAttr(tensor, is_cuda);
-  const bool on_cuda = cuda == nullptr || cuda == Py_True;
+  const bool on_cpu = cuda == Py_False;
   Py_XDECREF(cuda);
   PyErr_Clear();
-  if (on_cuda) return;
+  if (!on_cpu) return;
   PyObject* array = PyObject_CallMethod(tensor, "numpy", nullptr);
   if (!array) {  // requires grad, or another device: the general path says what to do
     PyErr_Clear();

@@ -16,9 +16,10 @@
 namespace gompute {
 
 // An array the fast path can launch on, released on scope exit: a gompute Buffer (any
-// backend), a host array through the buffer protocol (or PyTorch's NumPy view, or a
-// versioned DLPack capsule), or a CUDA array through its __cuda_array_interface__
-// (version 3, with the stream its data is ordered on). Not ok() when it is none of
+// backend), a host array through the buffer protocol (or a versioned DLPack capsule), a
+// PyTorch tensor on the CPU or a GPU through DLPack's exchange table (on torch's current
+// stream), or a CUDA array through its __cuda_array_interface__ (version 3, with the stream
+// its data is ordered on). Not ok() when it is none of
 // those, or (writable) read-only, or its strides are not whole elements, or it has
 // elements at a NULL address.
 class ArrayView {
@@ -70,7 +71,7 @@ class ArrayView {
   int ordinal() const { return ordinal_; }
   const Context* context() const { return ctx_; }
   bool has_stream() const { return has_stream_; }
-  bool torch_tensor() const { return torch_tensor_; }  // read through from_tensor
+  bool torch_tensor() const { return torch_tensor_; }  // read through from_tensor: writes count for autograd
   StreamHandle stream() const { return stream_; }
 
   // _core.Buffer, set once at module import (bindings.cpp).
@@ -87,12 +88,13 @@ class ArrayView {
   void read_buffer_protocol(PyObject* obj, bool writable);
   void from_buffer(PyObject* obj, bool writable);
   void from_tensor(PyObject* tensor, bool writable);
+  void from_tensor_numpy(PyObject* tensor, bool writable);
   bool from_cuda_array_interface(PyObject* obj, bool writable);
   void from_dlpack(PyObject* obj, bool writable);
 
   Py_buffer view_{};
   bool has_view_ = false;
-  pybind11::object holder_;  // a NumPy view of a PyTorch tensor, kept while we read it
+  pybind11::object holder_;  // a NumPy view of a PyTorch tensor (a torch without the exchange table)
   bool torch_tensor_ = false;
   // A Buffer's memory, held through the launch: a host launch releases the GIL, and another
   // thread's free() must not release the memory under it.

@@ -2,10 +2,11 @@
 //
 // gompute/kernel.py takes every call the general way first; once a (dtypes, entry, device)
 // triple has launched it is remembered here, and later calls of that shape cost reading
-// the arrays (a Buffer in place, the buffer protocol on the host, the CUDA Array Interface
-// on a GPU), the params packing, the call's plan (planner.h, the rules the general path
-// asks too) and the launch: inline on the host, queued on the arrays' stream on a GPU,
-// with no Python in between. Anything this cache does not handle exactly
+// the arrays (a Buffer in place, the buffer protocol on the host, a torch tensor through
+// DLPack's exchange table, the CUDA Array Interface on a GPU), the params packing, the
+// call's plan (planner.h, the rules the general path asks too) and the launch: inline on the
+// host, queued on the arrays' stream on a GPU (a torch tensor's: torch's current stream), with
+// no Python in between. Anything this cache does not handle exactly
 // (other shapes, strides, stream=, arrays on different devices or streams, a value that
 // does not fit) is not taken, and the general path runs and reports any error properly.
 #include "dispatch.h"

@@ -8,12 +8,13 @@ given. `g.BoundKernel(k, backend, ordinal)` is the same call bound to one device
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
-from . import _core, abi, types
+from . import _core, abi, dlpack_exchange, types
 from .backend import Backend
 from .dask import holds_dask_array, lazy_map
 from .dim3 import Dim3
@@ -398,7 +399,7 @@ class _Call:
         # On the host the result is ready on return (NumPy has no streams); a GPU result is
         # ordered on `stream` and the next user of `out` waits for it there.
         core.launch(grid, Dim3(block), 0, args, stream, wait=host)
-        if self.out is not None and library_of(self.out) == "torch":
+        if self.out is not None and _is_torch_tensor(self.out):  # a subclass's write counts too
             _count_write(self.out)
         if not host:
             out.stream = stream
@@ -487,16 +488,30 @@ def _call_device(inputs, out: _core.Buffer | None) -> tuple[Backend, int]:
 
 def _framework_stream(array) -> int | None:
     """The current stream of a PyTorch or CuPy CUDA array's framework, else None."""
-    module = library_of(array)
-    if module == "torch" and getattr(array, "is_cuda", False):
-        import torch
-
-        return torch.cuda.current_stream(array.device).cuda_stream
-    if module == "cupy":
+    if _is_torch_tensor(array):
+        return _torch_stream(array) if array.is_cuda else None
+    if library_of(array) == "cupy":
         import cupy
 
         return cupy.cuda.get_current_stream().ptr
     return None
+
+
+def _is_torch_tensor(obj) -> bool:
+    torch = sys.modules.get("torch")  # not imported: no tensor exists
+    return torch is not None and isinstance(obj, torch.Tensor)
+
+
+def _torch_stream(tensor) -> int:
+    """torch's current stream on a GPU tensor's device, asked as the C++ path asks it: through
+    the DLPack exchange table on the tensor's type (a torch without one: its Python API)."""
+    device_type, device_id = tensor.__dlpack_device__()
+    handle = dlpack_exchange.current_stream(tensor, device_type, device_id)
+    if handle is None:
+        import torch
+
+        handle = torch.cuda.current_stream(tensor.device).cuda_stream
+    return handle
 
 
 class _Maker(NamedTuple):

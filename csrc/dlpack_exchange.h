@@ -1,0 +1,30 @@
+// DLPack's C exchange table (dlpack.h, DLPackExchangeAPI), declared from the public
+// specification: a framework's array type carries it as `type(x).__dlpack_c_exchange_api__`,
+// a capsule named "dlpack_exchange_api" holding a pointer to a table that lives as long as
+// the process. Its functions read an array and the current stream of a device with no Python
+// call in between. Only the parts gompute calls are given their types.
+#pragma once
+
+#include "dlpack.h"
+
+extern "C" {
+
+struct DLPackExchangeAPIHeader {
+  DLPackVersion version;  // a table of another major version is not read
+  DLPackExchangeAPIHeader* prev_api;
+};
+
+struct DLPackExchangeAPI {
+  DLPackExchangeAPIHeader header;
+  void* managed_tensor_allocator;
+  void* managed_tensor_from_py_object_no_sync;
+  void* managed_tensor_to_py_object_no_sync;
+  // Fills `out` with a view of `py_object` (the caller keeps the object alive); 0 on success,
+  // -1 with a Python error set. May be NULL.
+  int (*dltensor_from_py_object_no_sync)(void* py_object, DLTensor* out);
+  // The framework's current stream on the device (NULL: its default stream, or none on a
+  // CPU); 0 on success, -1 with a Python error set.
+  int (*current_work_stream)(DLDeviceType device_type, int32_t device_id, void** out_current_stream);
+};
+
+}  // extern "C"

@@ -1,0 +1,268 @@
+"""PyTorch tensors on g.map's C++ path: read through the DLPack exchange table torch.Tensor
+carries, on torch's current stream, with each write counted for autograd.
+
+The reading code is the same for CPU and CUDA tensors, so the CPU tests here check it on
+torch's CPU build. The CUDA tests run on a GPU with a CUDA build of torch, and on the fake
+libcuda with tests/fakes/torch_cuda.py's FakeCudaTensor: a torch.Tensor whose exchange table
+describes device memory of the fake and names the current stream a test chooses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gompute as g
+from tests.conftest import open_compute
+from tests.fakes import images
+
+from .calls import counting
+from .kernels import add, double, is_positive, scale_relu
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+
+values = np.linspace(-2, 2, 3000, dtype=np.float32)
+
+
+def relu(x, scale):
+    return np.maximum(x * np.float32(scale), 0)
+
+
+# ---- the reading code, on CPU tensors ---------------------------------------------------------
+
+
+def test_tensors_are_read_through_torchs_exchange_table():
+    """The C++ path reads the table's view (pointer, shape, strides, dtype, device) with no
+    NumPy view in between; a table-less tensor type would take the NumPy one instead."""
+    assert torch.Tensor.__dlpack_c_exchange_api__ is not None, "this torch has no exchange table"
+    k, calls = counting(scale_relu)
+    t = torch.from_numpy(values.copy())
+    for scale in (2, 3, 0.5):
+        before = g.runtime.stats()["launches"]
+        assert k(t, out=t, scale=scale) is t
+        assert g.runtime.stats()["launches"] == before + 1
+    np.testing.assert_allclose(t.numpy(), relu(values, 2 * 3 * 0.5), rtol=1e-6)
+    assert calls == ["Tensor"]
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda t: t[7:],  # a storage offset: the table's pointer is past it
+        lambda t: t[::3],  # strided in elements
+        lambda t: t.view(60, 50).t(),  # transposed
+        lambda t: t.view(60, 50)[1::2, ::3],  # strided in both dimensions
+        lambda t: t[:0],  # no elements
+    ],
+    ids=["offset", "step", "transpose", "both", "empty"],
+)
+def test_views_read_the_right_elements(view):
+    k, calls = counting(scale_relu)
+    base = torch.from_numpy(values.copy())
+    for scale in (2, 3):
+        x = view(base)
+        out = torch.empty_like(x)
+        k(x, out=out, scale=scale)
+        np.testing.assert_array_equal(out.numpy(), relu(x.numpy(), scale))
+    assert len(calls) == (1 if x.numel() else 2)  # a call with nothing to launch teaches nothing
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32, torch.float64],
+)
+def test_every_dtype_with_a_format_takes_the_cpp_path(dtype):
+    k, calls = counting(double)
+    t = torch.arange(-5, 95).to(dtype)
+    want = t.numpy() * t.numpy().dtype.type(2)
+    for _ in range(3):
+        np.testing.assert_array_equal(k(t).numpy(), want)
+    assert len(calls) == 1
+
+
+def test_two_tensors_and_a_new_result():
+    k, calls = counting(add)
+    a, b = torch.arange(10.0), torch.ones(4, 1)
+    for _ in range(3):
+        np.testing.assert_array_equal(k(a, b).numpy(), a.numpy() + b.numpy())
+    assert len(calls) == 1
+    mask, calls = counting(is_positive)
+    for _ in range(3):  # a bool result
+        np.testing.assert_array_equal(mask(a - 5).numpy(), a.numpy() > 5)
+    assert len(calls) == 1
+
+
+def test_a_write_counts_for_autograd_on_the_cpp_path():
+    """torch refuses a backward that needs the values g.map overwrote, as after its own in-place ops."""
+    k, calls = counting(scale_relu)
+    w = torch.ones(4, requires_grad=True)
+    t = torch.full((4,), 2.0)
+    k(t, out=t, scale=1)  # the general path
+    y = (w * t).sum()  # saves t for the backward
+    versions = [t._version]
+    for _ in range(2):
+        k(t, out=t, scale=1)  # the C++ path
+        versions.append(t._version)
+    assert len(calls) == 1 and versions[0] < versions[1] < versions[2]
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_what_torch_would_not_export_is_left_to_the_general_path():
+    k, calls = counting(scale_relu)
+    t = torch.randn(6)
+    k(t, out=t, scale=1)
+    with pytest.raises(g.ArgumentError, match="require gradient"):
+        k(torch.randn(6, requires_grad=True), scale=1)
+    negated = torch.randn(6, dtype=torch.complex64).conj().imag  # a real tensor with its negative bit set
+    assert negated.is_neg()
+    with pytest.raises(g.ArgumentError, match="negative bit"):
+        k(negated, scale=1)
+    assert len(calls) == 3  # each refusal came from the general path, with its reason
+
+
+def test_a_tensor_type_without_the_table_is_read_through_numpy():
+    """A torch older than the exchange table: CPU tensors through their NumPy view, still in C++."""
+
+    class Plain(torch.Tensor):
+        __dlpack_c_exchange_api__ = None
+        __torch_function__ = torch._C._disabled_torch_function_impl
+
+    k, calls = counting(scale_relu)
+    t = torch.Tensor._make_subclass(Plain, torch.from_numpy(values.copy()))
+    versions = []
+    for scale in (2, 3):
+        k(t, out=t, scale=scale)
+        versions.append(t._version)
+    np.testing.assert_allclose(t.numpy(), relu(values, 6), rtol=1e-6)
+    assert calls == ["Plain"] and versions[0] < versions[1]
+
+
+# ---- CUDA tensors: on a GPU, or on the fake driver -----------------------------------------------
+
+
+@pytest.fixture
+def cuda():
+    compute = open_compute(g.Backend.cuda)
+    if images.is_fake(compute):
+        with images.host_images():
+            yield compute
+    else:
+        yield compute
+    compute.synchronize()
+
+
+@pytest.fixture
+def fake_tensor(cuda, monkeypatch):
+    """`fake_tensor(buffer, stream)`: a FakeCudaTensor over `buffer`, and torch's current stream
+    is now `stream` (a handle, or a function of the device ordinal that gives one). No CUDA
+    build of torch is needed, nor used."""
+    from tests.fakes.torch_cuda import FakeCudaTensor
+
+    def make(buffer, stream=None):
+        current = stream if callable(stream) else lambda device_id: stream
+        monkeypatch.setattr(FakeCudaTensor, "current_stream", staticmethod(current))
+        return FakeCudaTensor.over(buffer)
+
+    return make
+
+
+def filled(compute, host: np.ndarray):
+    buf = compute.empty(host.shape, g.f32)
+    buf.upload(host)
+    return buf
+
+
+def downloaded(buffer) -> np.ndarray:
+    out = np.empty(buffer.shape, np.float32)
+    buffer.download(out)
+    return out
+
+
+def test_cuda_tensors_launch_from_the_cpp_path_on_torchs_current_stream(cuda, fake_tensor):
+    from tests.fakes.torch_cuda import FakeCudaTensor
+
+    stream = cuda.create_stream()
+    x = fake_tensor(filled(cuda, values), stream.handle)
+    y = FakeCudaTensor.over(cuda.empty(values.shape, g.f32))
+    k, calls = counting(scale_relu)
+    asked = FakeCudaTensor.stream_queries
+    assert k(x, out=y, scale=2) is y  # the general path, which asks the same table for the stream
+    assert FakeCudaTensor.stream_queries > asked
+    for scale in (3, 0.25):
+        asked, version = FakeCudaTensor.stream_queries, y._version
+        assert k(x, out=y, scale=scale) is y
+        assert FakeCudaTensor.stream_queries == asked + 2  # the stream is read each call, for each tensor
+        assert y._version > version  # the write counts for autograd
+        stream.synchronize()
+        np.testing.assert_array_equal(downloaded(y.buffer), relu(values, scale))
+    assert calls == ["FakeCudaTensor"]
+
+
+def test_work_queued_on_torchs_stream_is_seen_without_a_synchronize(cuda, fake_tensor):
+    """An upload on the current stream, the launch, a download on the stream: ordered by the
+    stream alone (the fake runs each stream's work late, on a thread of its own)."""
+    stream = cuda.create_stream()
+    x = fake_tensor(cuda.empty(values.shape, g.f32), stream.handle)
+    k, calls = counting(scale_relu)
+    k(x, out=x, scale=1)
+    host = cuda.alloc_pinned(values.nbytes)
+    staged = np.frombuffer(host, np.float32)
+    for scale in (2, 3, 4):
+        staged[:] = values
+        x.buffer.upload(host, stream=stream)
+        k(x, out=x, scale=scale)
+        x.buffer.download(host, stream=stream)
+        stream.synchronize()
+        np.testing.assert_array_equal(staged, relu(values, scale))
+    assert len(calls) == 1
+
+
+def test_the_launch_goes_on_the_stream_the_table_names(cuda, fake_tensor):
+    """A handle the driver does not know reaches the driver: the C++ path asked the table."""
+    if not images.is_fake(cuda):
+        pytest.skip("a stale stream handle is undefined behaviour on a real driver")
+    stream = cuda.create_stream()
+    x = fake_tensor(filled(cuda, values), stream.handle)
+    k, calls = counting(scale_relu)
+    k(x, out=x, scale=1)
+    stale = cuda.create_stream()
+    handle = stale.handle
+    stale.deinit()
+    fake_tensor(x.buffer, handle)  # torch's current stream is now one the driver has destroyed
+    with pytest.raises(g.GomputeError, match=f"stream {handle} .* is no stream of cuda:0"):
+        k(x, out=x, scale=1)
+    assert len(calls) == 1  # raised by the C++ path's launch
+
+
+def test_a_tensor_on_the_second_device_runs_there(cuda, fake_tensor):
+    count = g._core.probe(g.Backend.cuda.kind)[3]
+    if count < 2:
+        pytest.skip(f"one CUDA device here ({count}); the fake has two with FAKE_CUDA_DEVICES=2")
+    second = g.runtime.cuda.Compute.init_device(1)
+    stream = second.create_stream()
+    asked = []
+    x = fake_tensor(filled(second, values), lambda device_id: asked.append(device_id) or stream.handle)
+    k, calls = counting(scale_relu)
+    for scale in (2, 3):
+        k(x, out=x, scale=scale)
+    stream.synchronize()
+    np.testing.assert_array_equal(downloaded(x.buffer), relu(values, 6))
+    assert len(calls) == 1 and set(asked) == {1}
+
+
+def test_real_cuda_tensors_take_the_cpp_path_on_torchs_stream():
+    """On a GPU with a CUDA build of torch (gpu_check.py runs the CUDA-marked tests there)."""
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA device here (the fake driver's tests stand in for it)")
+    k, calls = counting(scale_relu)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        t = torch.from_numpy(values).cuda()
+        versions = []
+        for scale in (2, 3, 0.5):
+            k(t, out=t, scale=scale)
+            versions.append(t._version)
+        got = t.cpu().numpy()
+    np.testing.assert_allclose(got, relu(values, 3), rtol=1e-6)
+    assert len(calls) == 1 and versions == sorted(set(versions))
