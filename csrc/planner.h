@@ -100,10 +100,15 @@ Strides pack_strides(const Array* arrays, int count, const int64_t* shape, int n
                      int& dims);
 size_t strides_nbytes(int count);
 
-// Blocks of `block` threads for `n` elements: one thread an element, the kernels' grid-stride
-// loops cover the rest past CUDA's 2**31 - 1 blocks.
-inline uint32_t grid_blocks(uint64_t n, uint32_t block) {
-  return uint32_t(std::min<uint64_t>((n + block - 1) / block, 0x7fffffff));
+// Blocks of `block` threads for `n` elements, each thread taking `per_thread` of them a pass of
+// the entry's grid-stride loop (a GPU contiguous entry's vector width, lang/entries.py; else 1):
+// enough for a single pass, but at most `most` blocks (0: no bound; on a GPU, the blocks its SMs
+// hold at once times a few waves, docs/gpu_launch.md) and CUDA's 2**31 - 1. The loops cover
+// whatever one pass of the grid leaves.
+inline uint32_t grid_blocks(uint64_t n, uint32_t block, uint32_t per_thread = 1, uint64_t most = 0) {
+  const uint64_t threads = n / per_thread + (n % per_thread != 0);
+  const uint64_t blocks = threads / block + (threads % block != 0);
+  return uint32_t(std::min<uint64_t>(most != 0 ? std::min(blocks, most) : blocks, 0x7fffffff));
 }
 
 }  // namespace gompute::plan
