@@ -153,18 +153,22 @@ def cuda():
 
 
 @pytest.fixture
-def fake_tensor(cuda, monkeypatch):
-    """`fake_tensor(buffer, stream)`: a FakeCudaTensor over `buffer`, and torch's current stream
-    is now `stream` (a handle, or a function of the device ordinal that gives one). No CUDA
-    build of torch is needed, nor used."""
+def fake_tensor(cuda):
+    """`fake_tensor(buffer, stream)`: a FakeCudaTensor over `buffer`, torch's current stream on
+    its device now `stream` (a handle; None: the default stream). No CUDA build of torch is
+    needed, nor used."""
     from tests.fakes.torch_cuda import FakeCudaTensor
 
+    devices = set()
+
     def make(buffer, stream=None):
-        current = stream if callable(stream) else lambda device_id: stream
-        monkeypatch.setattr(FakeCudaTensor, "current_stream", staticmethod(current))
+        FakeCudaTensor.set_current_stream(buffer.device, stream)
+        devices.add(buffer.device)
         return FakeCudaTensor.over(buffer)
 
-    return make
+    yield make
+    for device in devices:
+        FakeCudaTensor.set_current_stream(device, None)
 
 
 def filled(compute, host: np.ndarray):
@@ -184,15 +188,15 @@ def test_cuda_tensors_launch_from_the_cpp_path_on_torchs_current_stream(cuda, fa
 
     stream = cuda.create_stream()
     x = fake_tensor(filled(cuda, values), stream.handle)
-    y = FakeCudaTensor.over(cuda.empty(values.shape, g.f32))
+    y = fake_tensor(cuda.empty(values.shape, g.f32), stream.handle)
     k, calls = counting(scale_relu)
-    asked = FakeCudaTensor.stream_queries
+    asked = FakeCudaTensor.stream_queries(0)
     assert k(x, out=y, scale=2) is y  # the general path, which asks the same table for the stream
-    assert FakeCudaTensor.stream_queries > asked
+    assert FakeCudaTensor.stream_queries(0) > asked
     for scale in (3, 0.25):
-        asked, version = FakeCudaTensor.stream_queries, y._version
+        asked, version = FakeCudaTensor.stream_queries(0), y._version
         assert k(x, out=y, scale=scale) is y
-        assert FakeCudaTensor.stream_queries == asked + 2  # the stream is read each call, for each tensor
+        assert FakeCudaTensor.stream_queries(0) == asked + 2  # the stream is read each call, for each tensor
         assert y._version > version  # the write counts for autograd
         stream.synchronize()
         np.testing.assert_array_equal(downloaded(y.buffer), relu(values, scale))
@@ -235,20 +239,23 @@ def test_the_launch_goes_on_the_stream_the_table_names(cuda, fake_tensor):
     assert len(calls) == 1  # raised by the C++ path's launch
 
 
-def test_a_tensor_on_the_second_device_runs_there(cuda, fake_tensor):
+def test_a_tensor_on_the_second_device_runs_there_on_that_devices_stream(cuda, fake_tensor):
+    from tests.fakes.torch_cuda import FakeCudaTensor
+
     count = g._core.probe(g.Backend.cuda.kind)[3]
     if count < 2:
         pytest.skip(f"one CUDA device here ({count}); the fake has two with FAKE_CUDA_DEVICES=2")
     second = g.runtime.cuda.Compute.init_device(1)
     stream = second.create_stream()
-    asked = []
-    x = fake_tensor(filled(second, values), lambda device_id: asked.append(device_id) or stream.handle)
+    x = fake_tensor(filled(second, values), stream.handle)
     k, calls = counting(scale_relu)
+    asked = [FakeCudaTensor.stream_queries(d) for d in (0, 1)]
     for scale in (2, 3):
         k(x, out=x, scale=scale)
     stream.synchronize()
     np.testing.assert_array_equal(downloaded(x.buffer), relu(values, 6))
-    assert len(calls) == 1 and set(asked) == {1}
+    assert len(calls) == 1
+    assert FakeCudaTensor.stream_queries(0) == asked[0] and FakeCudaTensor.stream_queries(1) > asked[1]
 
 
 def test_real_cuda_tensors_take_the_cpp_path_on_torchs_stream():
