@@ -1,6 +1,8 @@
 """The host's cost of a cached `g.map` launch on a CUDA device, against a bare `kernel.launch`
 of the same loaded kernel through gompute's runtime, in the same run (issue 33's CPU-side
-measure; aim: at most 1.3x the bare launch). Not a test: it prints a table.
+measure; aim: at most 1.3x the bare launch): on a CUDA Buffer, a `__cuda_array_interface__`
+array and a torch CUDA tensor (tests/fakes/torch_cuda.py's where torch has no CUDA). Not a
+test: it prints a table.
 
     GOMPUTE_LIBCUDA=build/fake-cuda/libcuda.so FAKE_CUDA_DELAY_US=0 python benchmarks/launch_cost.py
     python benchmarks/launch_cost.py          # on a machine with a GPU
@@ -62,12 +64,33 @@ def contestants(gpu) -> dict:
     grid, block = g.Dim3(1), g.Dim3(256)
     cai = CudaInterface(buf)
     k(cai, out=cai, scale=1)
-
-    return {
+    calls = {
         "bare kernel.launch": lambda: core.launch(grid, block, 0, args),
         "g.map on a Buffer": lambda: k(buf, out=buf, scale=1),
         "g.map on a CUDA-interface array": lambda: k(cai, out=cai, scale=1),
     }
+    tensor = torch_tensor(gpu, buf)
+    if tensor is not None:
+        k(tensor, out=tensor, scale=1)
+        calls["g.map on a torch CUDA tensor"] = lambda: k(tensor, out=tensor, scale=1)
+    return calls
+
+
+def torch_tensor(gpu, buf):
+    """A torch CUDA tensor of one element on torch's default stream, the bare launch's: a real
+    one where torch has CUDA, else tests/fakes/torch_cuda.py's stand-in over `buf`, read by the
+    same C++ code through an exchange table of the same kind, in C++ as torch's is. None
+    without torch."""
+    try:
+        import torch
+    except ModuleNotFoundError:
+        return None
+    if torch.cuda.is_available():
+        return torch.ones(1, device=f"cuda:{gpu.ordinal}")
+    from tests.fakes.torch_cuda import FakeCudaTensor
+
+    FakeCudaTensor.set_current_stream(gpu.ordinal, None)
+    return FakeCudaTensor.over(buf)
 
 
 def queued(gpu, call) -> float:

@@ -110,5 +110,6 @@ def test_the_launch_cost_benchmark_runs_on_the_fake(tmp_path):
         "bare kernel.launch",
         "g.map on a Buffer",
         "g.map on a CUDA-interface array",
+        "g.map on a torch CUDA tensor",
     ]
     assert rows[0][2] == "1.00"
