@@ -110,6 +110,16 @@ def occupancy_registers(arch: str, block_size: int, fraction: float = 1.0) -> in
     return min(per_warp // 32, 255)
 
 
+def resident_blocks(arch: str, block_size: int, registers: int) -> int:
+    """Blocks of `block_size` threads using `registers` registers a thread that one `arch` SM
+    holds at once: as many as its register file (given to a warp in units of 256) and its resident
+    warps allow. The block-count limit (16 or more on every arch) binds only below 128 threads."""
+    warps_per_block = -(-block_size // 32)
+    per_warp = -(-registers * 32 // REGISTER_UNIT) * REGISTER_UNIT
+    by_registers = REGISTERS_PER_SM // (per_warp * warps_per_block)
+    return min(by_registers, RESIDENT_WARPS.get(nvrtc.parse_arch(arch)[1], 64) // warps_per_block)
+
+
 def of_kernels(specs: list[Specialization], arch: str, name: str) -> dict[str, Function]:
     """Every function of the module gompute builds for `specs` on `arch` ("sm_90"), by symbol."""
     return read_cubin(compile_module(specs, "cuda", arch, name).data)
