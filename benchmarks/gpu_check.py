@@ -56,7 +56,7 @@ if missing := missing_requirements():
         "`pip install --no-build-isolation --no-index --find-links build/gpu-wheels -e .`"
     )
 
-from gpu_targets import targets_table  # noqa: E402
+from gpu_targets import BANDWIDTH, targets_table  # noqa: E402
 from gpu_timing import BATCH, BATCHES, WARM_UPS, event_ms, host_us  # noqa: E402
 
 import gompute as g  # noqa: E402 - after the check, which names what an import would only fail on
@@ -222,6 +222,24 @@ def scenarios(gpu, check: Check) -> None:
         moved = 2 * big * 4  # read + write
         return f"1e8 f32: copy {gbps(moved, copy / 1e3)}, hand-written scale_relu {gbps(moved, run / 1e3)} ({copy / run:.2f}x copy)"
 
+    def map_bandwidth():
+        from gpu_kernels import scale_relu  # the benchmarks' own
+
+        k = g.map(scale_relu)
+        first = gpu.empty((1,), g.f32)
+        k(first, out=first, scale=2)  # compiled and loaded before the big buffers exist
+        big, stream = 100_000_000, gpu.create_stream()
+        with gpu.empty((big,), g.f32) as x, gpu.empty((big,), g.f32) as out:
+            x.stream = out.stream = stream  # so g.map launches on it, from its C++ path
+            copy = event_ms(gpu, stream, lambda: out.copy_from(x, stream=stream))
+            ours = event_ms(gpu, stream, lambda: k(x, out=out, scale=2))
+        check.figures.update({"buffer.copy_ms": copy, "buffer.scale_relu_ms": ours})
+        moved = 2 * big * 4  # read + write
+        return (
+            f"1e8 f32 Buffers: copy {gbps(moved, copy / 1e3)}, cached g.map scale_relu {gbps(moved, ours / 1e3)} = "
+            f"{copy / ours:.2f}x copy (aim >= {BANDWIDTH}x: {'met' if copy / ours >= BANDWIDTH else 'NOT met'})"
+        )
+
     def launch_overhead():
         kernel = gpu.load_module(ADD_ONE_PTX).get_kernel("add_one")
         with gpu.alloc(4) as buf:
@@ -346,6 +364,7 @@ def scenarios(gpu, check: Check) -> None:
         ("launch by hand (seed example, PTX)", launch_by_hand),
         ("errors before the driver", errors),
         ("bandwidth: kernel vs device copy", bandwidth),
+        ("g.map bandwidth on Buffers at 1e8", map_bandwidth),
         ("launch overhead", launch_overhead),
         ("two streams overlap", streams_overlap),
         ("events order streams", events_across_streams),
