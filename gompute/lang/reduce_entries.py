@@ -28,9 +28,10 @@ from .entries import _read, _write
 
 LAYOUT_ARRAYS = 1  # layout rows beyond the inputs': the output's
 LEAF_ROWS = 8  # steps per lane in a leaf
-COLUMN_BYTES = 256  # a columns item's lanes: this many bytes of accumulators
+COLUMN_BYTES = 16384  # a columns item's results: this many bytes of accumulators, in its partials row
 ROW_LEAVES = 512  # leaves in a rows item of a long reduction
-COLUMN_ROWS = 256  # reduced rows in a columns item
+COLUMN_ROWS = 128  # reduced rows in a columns item
+COLUMN_GROUP = 8  # input rows a columns item reads at once
 GPU_ITEMS = 8  # a GPU rows item: elements per thread (grid-stride steps)
 # A columns launch's items: per result row (all kept dimensions but the last), its tiles of
 # `width` results, each over `chunks` runs of reduced rows.
@@ -65,6 +66,11 @@ template <int N> GOMPUTE_FN void gompute_unravel(const int64_t* shape, const int
     idx[d] = k;
     for (int a = 0; a < N; ++a) at[a] += k * strides[a][d];
   }
+}
+// Where item i's partial goes: partials are result-major per chunk, [chunk][result], so that a
+// columns item accumulates its results' partials in place, contiguous.
+template <int N> GOMPUTE_FN int64_t gompute_partial(const gompute_reduce_layout<N>& lay, int64_t i) {
+  return i % lay.chunks * lay.kept_count + i / lay.chunks;
 }
 // Moves the reduced index n elements on, n no more than what is left of the innermost dimension.
 template <int N> GOMPUTE_FN void gompute_advance(const gompute_reduce_layout<N>& lay, int64_t* idx, int64_t* off,
@@ -128,16 +134,23 @@ def _value(unit, call_name: str, refs: list[str]) -> str:
     return f"(({value_ctype(unit.acc)}){call_name}({', '.join(args)}))"
 
 
+def _tree(unit) -> str:
+    """The C++ type leaves are merged and partials held in (ReduceSpecialization.partial_type)."""
+    return storage_ctype(unit.partial_type)
+
+
 def _layout_type(unit) -> str:
     return f"gompute_reduce_layout<{len(unit.in_storage) + LAYOUT_ARRAYS}>"
 
 
 def reduce_entries_source(backend: str, unit, structs, call_name: str, combine_name: str | None) -> list[str]:
     """The lines of `unit`'s reduction entry points for `backend`."""
-    sym, a = unit.name, value_ctype(unit.acc)
+    sym, a, t = unit.name, value_ctype(unit.acc), _tree(unit)
+    tree = f"{sym}_comb(a, b)" if t == a else "a + b"  # a float sum's tree, in f64
     common = [
         *_LAYOUT.strip("\n").splitlines(),
         f"GOMPUTE_FN {a} {sym}_comb({a} a, {a} b) {{ return {combine_code(unit, 'a', 'b', combine_name)}; }}",
+        f"GOMPUTE_FN {t} {sym}_tcomb({t} a, {t} b) {{ return {tree}; }}",
     ]
     if backend != "host":
         raise CompileError(f"{unit.name}: reductions compile for the host backend only, not {backend}")
@@ -146,7 +159,7 @@ def reduce_entries_source(backend: str, unit, structs, call_name: str, combine_n
 
 def store_result(unit, target: str, value: str) -> str:
     """Store the accumulator `value` as the result into the output element `target`."""
-    return _write(unit.out_storage, unit.result, target, value)
+    return _write(unit.out_storage, unit.result, target, f"(({value_ctype(unit.result)}){value})")
 
 
 # ---- host ----------------------------------------------------------------------------------
@@ -166,26 +179,29 @@ def _host_arg_lines(entry, structs, lay: str) -> list[str]:
 
 def _host_cascade(unit) -> list[str]:
     """push: one leaf's lanes into the binary counter; fold: the lanes of all pushed so far."""
-    sym, a = unit.name, value_ctype(unit.acc)
+    sym, t = unit.name, _tree(unit)
     return [
-        f"template <int L> GOMPUTE_FN void {sym}_push({a} (*stack)[L], int& depth, uint64_t& count, {a}* v) {{",
+        "template <int L, typename V>",
+        f"GOMPUTE_FN void {sym}_push({t} (*stack)[L], int& depth, uint64_t& count, const V* leaf) {{",
+        f"  {t} v[L];",
+        f"  for (int l = 0; l < L; ++l) v[l] = ({t})leaf[l];",
         "  for (uint64_t k = count++; k & 1; k >>= 1) {",
         "    --depth;",
-        f"    for (int l = 0; l < L; ++l) v[l] = {sym}_comb(stack[depth][l], v[l]);",
+        f"    for (int l = 0; l < L; ++l) v[l] = {sym}_tcomb(stack[depth][l], v[l]);",
         "  }",
         "  for (int l = 0; l < L; ++l) stack[depth][l] = v[l];",
         "  ++depth;",
         "}",
-        f"template <int L> GOMPUTE_FN void {sym}_fold({a} (*stack)[L], int depth, {a}* v) {{",
-        f"  for (int l = 0; l < L; ++l) v[l] = depth ? stack[depth - 1][l] : {unit.identity};",
+        f"template <int L> GOMPUTE_FN void {sym}_fold({t} (*stack)[L], int depth, {t}* v) {{",
+        f"  for (int l = 0; l < L; ++l) v[l] = depth ? stack[depth - 1][l] : ({t}){unit.identity};",
         "  for (int d = depth - 2; d >= 0; --d)",
-        f"    for (int l = 0; l < L; ++l) v[l] = {sym}_comb(stack[d][l], v[l]);",
+        f"    for (int l = 0; l < L; ++l) v[l] = {sym}_tcomb(stack[d][l], v[l]);",
         "}",
     ]
 
 
 def _host_rows(unit, structs, call_name: str) -> list[str]:
-    sym, a, n = unit.name, value_ctype(unit.acc), len(unit.in_storage)
+    sym, a, t, n = unit.name, value_ctype(unit.acc), _tree(unit), len(unit.in_storage)
     ins, params, pass_params = _args(unit, structs)
     L, R = lanes(unit.acc), LEAF_ROWS
     ptr = lambda j: _value(unit, call_name, [f"p{k}[{j}]" for k in range(n)])  # noqa: E731
@@ -203,9 +219,12 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
         "    return;",
         "  }",
         f"  for (int l = 0; l < L; ++l) v[l] = {unit.identity};",
-        f"  for (int64_t j = 0; j < n; ++j) v[j % L] = {sym}_comb(v[j % L], {ptr('j')});",
+        "  int64_t j = 0;",
+        "  for (; j + L <= n; j += L)",
+        f"    for (int l = 0; l < L; ++l) v[l] = {sym}_comb(v[l], {ptr('j + l')});",
+        f"  for (int l = 0; j + l < n; ++l) v[l] = {sym}_comb(v[l], {ptr('j + l')});",
         "}",
-        f"GOMPUTE_ROWS void {sym}_run({a} (*stack)[{L}], int& depth, uint64_t& count, {p_decl}, int64_t n{params}) {{",
+        f"GOMPUTE_ROWS void {sym}_run({t} (*stack)[{L}], int& depth, uint64_t& count, {p_decl}, int64_t n{params}) {{",
         f"  for (int64_t j = 0; j < n; j += {R * L}) {{",
         f"    {a} v[{L}];",
         f"    const int64_t m = n - j < {R * L} ? n - j : {R * L};",
@@ -214,13 +233,13 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
         "  }",
         "}",
         "// Item i: the reduced elements [k0, k1) of result element i / chunks, one partial.",
-        f"GOMPUTE_ROWS {a} {sym}_row_item({', '.join(ins)}, const {lay}& lay, int64_t i{params}) {{",
+        f"GOMPUTE_ROWS {t} {sym}_row_item({', '.join(ins)}, const {lay}& lay, int64_t i{params}) {{",
         "  const int64_t m = i / lay.chunks, k0 = i % lay.chunks * lay.chunk;",
         "  const int64_t k1 = k0 + lay.chunk < lay.red_count ? k0 + lay.chunk : lay.red_count;",
         f"  int64_t at[{n + 1}], off[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
         f"  gompute_unravel<{n + 1}>(lay.kept_shape, lay.kept, lay.kept_ndim, m, at, idx);",
         f"  gompute_unravel<{n + 1}>(lay.red_shape, lay.red, lay.red_ndim, k0, off, idx);",
-        f"  {a} stack[40][{L}];",
+        f"  {t} stack[40][{L}];",
         "  int depth = 0;",
         "  uint64_t count = 0;",
         "  const int64_t last = lay.red_ndim - 1;",
@@ -245,26 +264,42 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
         f"      {sym}_push<{L}>(stack, depth, count, v);",
         "    }",
         "  }",
-        f"  {a} v[{L}];",
+        f"  {t} v[{L}];",
         f"  {sym}_fold<{L}>(stack, depth, v);",
         f"  for (int w = {L // 2}; w > 0; w /= 2)",
-        f"    for (int l = 0; l < w; ++l) v[l] = {sym}_comb(v[l], v[l + w]);",
+        f"    for (int l = 0; l < w; ++l) v[l] = {sym}_tcomb(v[l], v[l + w]);",
         "  return v[0];",
         "}",
     ]
 
 
 def _host_columns(unit, structs, call_name: str) -> list[str]:
-    sym, a, n = unit.name, value_ctype(unit.acc), len(unit.in_storage)
+    sym, t, n = unit.name, _tree(unit), len(unit.in_storage)
     ins, params, _ = _args(unit, structs)
-    W, R = column_width(unit.acc), LEAF_ROWS
-    val = _value(unit, call_name, [f"in{k}[at[{k}] + off[{k}] + l]" for k in range(n)])
     lay = _layout_type(unit)
+    g = COLUMN_GROUP
+
+    def val(r):
+        return _value(unit, call_name, [f"p{k}_{r}[l]" for k in range(n)])
+
+    def row(r):
+        return [
+            *(
+                f"    const {storage_ctype(t)}* p{k}_{r} = in{k} + at[{k}] + off[{k}];"
+                for k, t in enumerate(unit.in_storage)
+            ),
+            "    gompute_advance(lay, idx, off, 1);",
+        ]
+
+    pairs = [val(r) for r in range(g)]
+    while len(pairs) > 1:
+        pairs = [f"{sym}_comb({x}, {y})" for x, y in zip(pairs[::2], pairs[1::2])]
     return [
-        "// Item i: result elements [m0, m0 + nw), contiguous in every input, over the reduced rows",
-        "// [k0, k1); their lanes are the results, so each row is one vector step.",
-        f"GOMPUTE_ROWS void {sym}_column_item({', '.join(ins)}, {a}* partials, const {lay}& lay, int64_t i{params}) {{",
-        f"  constexpr int W = {W}, R = {R};",
+        "// Item i: result elements [m0, m0 + nw), contiguous in every input, over the reduced rows [k0, k1):",
+        "// the lanes are the results, accumulated in the item's partials row (the finish pass combines the",
+        f"// items' rows pairwise), {g} input rows at a time, combined pairwise first.",
+        f"GOMPUTE_ROWS void {sym}_column_item({', '.join(ins)}, {t}* partials, const {lay}& lay, int64_t i{params}) {{",
+        f"  constexpr int W = {column_width(unit.acc)};",
         "  const int64_t cols = lay.kept_shape[lay.kept_ndim - 1], tiles = (cols + W - 1) / W;",
         "  const int64_t kc = i % lay.chunks, t = i / lay.chunks % tiles, m0 = i / lay.chunks / tiles * cols + t * W;",
         "  const int64_t nw = cols - t * W < W ? cols - t * W : W;",
@@ -272,37 +307,23 @@ def _host_columns(unit, structs, call_name: str) -> list[str]:
         f"  int64_t at[{n + 1}], off[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
         f"  gompute_unravel<{n + 1}>(lay.kept_shape, lay.kept, lay.kept_ndim, m0, at, idx);",
         f"  gompute_unravel<{n + 1}>(lay.red_shape, lay.red, lay.red_ndim, k0, off, idx);",
-        f"  {a} stack[40][W];",
-        "  int depth = 0;",
-        "  uint64_t count = 0;",
-        "  for (int64_t k = k0; k < k1; k += R) {",
-        "    const int64_t rows = k1 - k < R ? k1 - k : R;",
-        f"    {a} v[W];",
-        "    if (nw == W) {",
-        f"      for (int l = 0; l < W; ++l) v[l] = {val};",
-        "      gompute_advance(lay, idx, off, 1);",
-        "      for (int64_t r = 1; r < rows; ++r) {",
-        f"        for (int l = 0; l < W; ++l) v[l] = {sym}_comb(v[l], {val});",
-        "        gompute_advance(lay, idx, off, 1);",
-        "      }",
-        "    } else {",
-        f"      for (int l = 0; l < W; ++l) v[l] = {unit.identity};",
-        "      for (int64_t r = 0; r < rows; ++r) {",
-        f"        for (int l = 0; l < nw; ++l) v[l] = {sym}_comb(v[l], {val});",
-        "        gompute_advance(lay, idx, off, 1);",
-        "      }",
-        "    }",
-        f"    {sym}_push<W>(stack, depth, count, v);",
+        f"  {t}* const v = partials + kc * lay.kept_count + m0;",
+        f"  for (int64_t l = 0; l < nw; ++l) v[l] = ({t}){unit.identity};",
+        "  int64_t k = k0;",
+        f"  for (; k + {g} <= k1; k += {g}) {{",
+        *(line for r in range(g) for line in row(r)),
+        f"    for (int64_t l = 0; l < nw; ++l) v[l] = {sym}_tcomb(v[l], ({t}){pairs[0]});",
         "  }",
-        f"  {a} v[W];",
-        f"  {sym}_fold<W>(stack, depth, v);",
-        "  for (int64_t l = 0; l < nw; ++l) partials[(m0 + l) * lay.chunks + kc] = v[l];",
+        "  for (; k < k1; ++k) {",
+        *row(0),
+        f"    for (int64_t l = 0; l < nw; ++l) v[l] = {sym}_tcomb(v[l], ({t}){val(0)});",
+        "  }",
         "}",
     ]
 
 
 def _host_entries(unit, structs, call_name: str) -> list[str]:
-    sym, a, n = unit.name, value_ctype(unit.acc), len(unit.in_storage)
+    sym, t, n = unit.name, _tree(unit), len(unit.in_storage)
     entries = {e.kind: e for e in unit.entry_points()}
     lay = _layout_type(unit)
     rows = _host_rows(unit, structs, call_name)
@@ -332,7 +353,7 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
         *first_pass(
             "rows",
             "layout.kept_count * layout.chunks",
-            f"partials[i] = {sym}_row_item({inputs}, layout, i{pass_params})",
+            f"partials[gompute_partial(layout, i)] = {sym}_row_item({inputs}, layout, i{pass_params})",
         ),
         *first_pass("columns", _COLUMN_ITEMS, f"{sym}_column_item({inputs}, partials, layout, i{pass_params})"),
         f"GOMPUTE_HOST_ARITY({finish.symbol}, {finish.arity});",
@@ -342,12 +363,11 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
         "  for (uint64_t b = launch->block_begin; b < launch->block_end; ++b) {",
         "    const int64_t first = (int64_t)b * per, end = first + per;",
         "    for (int64_t m = first; m < (end < layout.kept_count ? end : layout.kept_count); ++m) {",
-        f"      {a} stack[64][1], v[1];",
+        f"      {t} stack[64][1], v[1];",
         "      int depth = 0;",
         "      uint64_t count = 0;",
         "      for (int64_t c = 0; c < layout.chunks; ++c) {",
-        "        v[0] = partials[m * layout.chunks + c];",
-        f"        {sym}_push<1>(stack, depth, count, v);",
+        f"        {sym}_push<1>(stack, depth, count, partials + c * layout.kept_count + m);",
         "      }",
         f"      {sym}_fold<1>(stack, depth, v);",
         f"      int64_t at[{n + 1}], idx[GOMPUTE_MAX_NDIM];",

@@ -97,7 +97,10 @@ class ReduceSpecialization(Specialization):
 
     @property
     def partial_type(self) -> ScalarType:
-        """The type block partials are stored as: the accumulator's value type."""
+        """The type leaves are merged and partials stored in: the accumulator's value type, but f64
+        for a float sum, whose pairwise tree then adds no error of its own above the leaves."""
+        if self.combine == "+" and self.acc.is_float:
+            return T.f64
         return T.f32 if is_half(self.acc) else self.acc
 
     def roots(self):
