@@ -87,6 +87,36 @@ class Memory {
   }();
 };
 
+// A launch's dynamic shared memory: `bytes` whose end meets a PROT_NONE page, so that a kernel
+// reading or writing past the sharedMemBytes it was launched with faults there rather than
+// reading another block's bytes. The start keeps the 16-byte alignment of CUDA's dynamic shared
+// memory, so up to 15 bytes past the end go unseen. No bytes: no memory at all (nullptr).
+class SharedScratch {
+ public:
+  explicit SharedScratch(size_t bytes) {
+    if (bytes == 0) return;
+    const size_t page = size_t(sysconf(_SC_PAGESIZE)), padded = (bytes + 15) / 16 * 16;
+    size_ = (padded + page - 1) / page * page + page;
+    void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return;
+    base_ = static_cast<unsigned char*>(p);
+    mprotect(base_ + size_ - page, page, PROT_NONE);
+    data_ = base_ + size_ - page - padded;
+  }
+  ~SharedScratch() {
+    if (base_) munmap(base_, size_);
+  }
+  SharedScratch(const SharedScratch&) = delete;
+  SharedScratch& operator=(const SharedScratch&) = delete;
+  void* data() const { return data_; }
+  bool failed(size_t bytes) const { return bytes && !data_; }
+
+ private:
+  unsigned char* base_ = nullptr;
+  unsigned char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 }  // namespace fake_device
 
 #endif  // FAKE_DEVICE_MEMORY_H

@@ -11,8 +11,10 @@
 // stays addressable, as on a GPU). A module image is a host-ABI shared object
 // (gompute/host_launch.h) standing in for a CUBIN: its kernels are the names in its
 // exported, NULL-terminated `const char* fake_cuda_kernels[]` (the CUBIN's function
-// table), `NAME_gompute_arity` gives a kernel's parameter count, and a launch runs the
-// whole grid in one call of the entry. A trap is CUDA_ERROR_LAUNCH_FAILED, sticky for the
+// table), `NAME_gompute_arity` gives a kernel's parameter count and
+// `NAME_fake_cuda_max_threads` its launch bound (tests/fakes/cuda_shim.h), and a launch runs
+// the whole grid in one call of the entry, with its dynamic shared memory ending at a page it
+// cannot touch. A trap is CUDA_ERROR_LAUNCH_FAILED, sticky for the
 // rest of the process in that device's context, as on a GPU. Any other image is PTX, which
 // the fake cannot JIT: CUDA_ERROR_INVALID_PTX, with a message in the JIT error log.
 //
@@ -33,8 +35,9 @@
 // the legacy stream reaches them. Synchronizes, frees and unloads wait for the work they must;
 // a kernel's fault is returned by the synchronize that waited for it, and every later call.
 //
-// What it is not: a GPU emulator. No limits beyond memory and 1024 threads per block, no
-// kernelParams sizes (cuFuncGetParamInfo reports 8 bytes each),
+// What it is not: a GPU emulator. No limits beyond memory, 1024 threads per block (or the
+// kernel's launch bound) and 48 KiB of dynamic shared memory (static shared memory is not
+// counted; no opt-in to more), no kernelParams sizes (cuFuncGetParamInfo reports 8 bytes each),
 // no `extra` launch arguments. An overlapping device-to-device copy, undefined on a GPU,
 // fills the destination with 0xDB so a caller relying on it sees the damage.
 //
@@ -126,6 +129,7 @@ constexpr size_t kTotalMemory = size_t(1) << 30;
 constexpr int kMultiprocessors = 132;
 constexpr int kDriverVersion = 12080;
 constexpr uint64_t kMaxThreadsPerBlock = 1024;
+constexpr unsigned kMaxSharedPerBlock = 48 * 1024;  // without cuFuncSetAttribute's opt-in, which gompute never asks
 constexpr unsigned kEventDisableTiming = 0x2;
 constexpr int kJitErrorLogBuffer = 5, kJitErrorLogBufferSize = 6;
 constexpr int kAttrMultiprocessors = 16, kAttrCcMajor = 75, kAttrCcMinor = 76;
@@ -232,7 +236,12 @@ struct Stream {
   std::unique_ptr<Queue> queue = std::make_unique<Queue>();
 };
 struct Event { unsigned flags = 0; DonePtr recorded; };  // the completion of its latest record
-struct Function { std::string name; gompute_host_kernel entry = nullptr; int arity = -1; };  // -1: not exported
+struct Function {
+  std::string name;
+  gompute_host_kernel entry = nullptr;
+  int arity = -1;  // -1: not exported
+  uint64_t max_threads = kMaxThreadsPerBlock;  // a block's, as its __launch_bounds__ says
+};
 struct Module {
   void* handle = nullptr;
   std::vector<Function*> functions;
@@ -835,6 +844,8 @@ FAKE_API CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned 
     f->entry = reinterpret_cast<gompute_host_kernel>(dlsym(m->handle, *names));
     auto* arity = static_cast<const uint32_t*>(dlsym(m->handle, (f->name + "_gompute_arity").c_str()));
     f->arity = arity ? int(*arity) : -1;
+    auto* bound = static_cast<const uint32_t*>(dlsym(m->handle, (f->name + "_fake_cuda_max_threads").c_str()));
+    if (bound) f->max_threads = std::min<uint64_t>(*bound, kMaxThreadsPerBlock);
     if (!f->entry) return CUDA_ERROR_INVALID_IMAGE;
     functions.push_back(std::move(f));
   }
@@ -954,8 +965,10 @@ FAKE_API CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsig
     Function* f = current().functions.find(function);  // another context's: an invalid handle here
     if (!f || !known_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
     if (extra) return CUDA_ERROR_NOT_SUPPORTED;
-    if (!gx || !gy || !gz || !bx || !by || !bz || uint64_t(bx) * by * bz > kMaxThreadsPerBlock ||
-        (f->arity > 0 && !params))
+    // A block past the kernel's launch bound, or asking more shared memory than a block may have,
+    // is refused as the driver refuses it.
+    if (!gx || !gy || !gz || !bx || !by || !bz || uint64_t(bx) * by * bz > f->max_threads ||
+        shared_bytes > kMaxSharedPerBlock || (f->arity > 0 && !params))
       return CUDA_ERROR_INVALID_VALUE;
     // The driver copies kernelParams at the launch; the caller's storage may be gone when it runs.
     auto args = std::make_shared<KernelArgs>(params, f->arity);
@@ -969,12 +982,14 @@ FAKE_API CUresult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsig
     launch.trap = trap;
     Context* ctx = t_current;
     done = enqueue(current(), stream, [fn = *f, ctx, args, launch]() mutable {
-      std::vector<unsigned char> shared(launch.shared_bytes);
+      fake_device::SharedScratch shared(launch.shared_bytes);
       LaunchFault fault{&fn.name};
       launch.args = args->pointers();
-      launch.shared = launch.shared_bytes ? shared.data() : nullptr;
+      launch.shared = shared.data();
       launch.runtime = &fault;
-      {
+      if (shared.failed(launch.shared_bytes)) {
+        trap(&launch, "out of memory for the launch's shared memory");
+      } else {
         fake_device::Memory::Work work(g_device_memory);
         fn.entry(&launch);
       }
