@@ -71,9 +71,10 @@ void check_data(uintptr_t data, const Layout& layout, py::handle what, const cha
 }
 
 void check_dtype(uint8_t code, uint8_t bits, uint16_t lanes, py::handle what) {
-  bool ok = lanes == 1 && ((code == kDLBool && bits == 8) || (code == kDLFloat && (bits == 16 || bits == 32 || bits == 64)) ||
-                           (code == kDLBfloat && bits == 16) ||
-                           ((code == kDLInt || code == kDLUInt) && (bits == 8 || bits == 16 || bits == 32 || bits == 64)));
+  const bool whole = bits == 8 || bits == 16 || bits == 32 || bits == 64;
+  bool ok = lanes == 1 && ((code == kDLBool && bits == 8) || (code == kDLFloat && bits >= 16 && whole) ||
+                           (code == kDLBfloat && bits == 16) || (code == kDLComplex && (bits == 64 || bits == 128)) ||
+                           ((code == kDLInt || code == kDLUInt) && whole));
   if (!ok)
     raise(ErrorKind::ArgumentError, named(what) + " has DLPack dtype (code " + std::to_string(code) + ", " +
                                         std::to_string(bits) + " bits, " + std::to_string(lanes) +
@@ -207,12 +208,16 @@ void order_for_consumer(const Buffer& buffer, py::handle stream) {
 
 
 
-// The NumPy typestr of a layout's dtype ("<f4", "|b1").
+// The NumPy typestr of a layout's dtype ("<f4", "|b1", "<c8").
 std::string typestr(const Layout& l) {
   // An AttributeError: the interfaces are then absent, and a consumer probing them with
   // hasattr (CuPy, NumPy, gompute itself) goes on to DLPack, which carries bfloat16.
-  if (l.code == 4) throw py::attribute_error("bfloat16 has no NumPy typestr; exchange it through DLPack");
-  const char kind = l.code == 0 ? 'i' : l.code == 1 ? 'u' : l.code == 2 ? 'f' : 'b';
+  if (l.code == kDLBfloat) throw py::attribute_error("bfloat16 has no NumPy typestr; exchange it through DLPack");
+  const char kind = l.code == kDLInt     ? 'i'
+                    : l.code == kDLUInt  ? 'u'
+                    : l.code == kDLFloat ? 'f'
+                    : l.code == kDLComplex ? 'c'
+                                         : 'b';
   return std::string(l.itemsize() == 1 ? "|" : "<") + kind + std::to_string(l.itemsize());
 }
 
@@ -222,6 +227,7 @@ std::string struct_format(const Layout& l) {
     case 0: return l.bits == 8 ? "b" : l.bits == 16 ? "h" : l.bits == 32 ? "i" : "q";
     case 1: return l.bits == 8 ? "B" : l.bits == 16 ? "H" : l.bits == 32 ? "I" : "Q";
     case 2: return l.bits == 16 ? "e" : l.bits == 32 ? "f" : "d";
+    case 5: return l.bits == 64 ? "Zf" : "Zd";  // PEP 3118's complex, as NumPy spells it
     case 6: return "?";
   }
   raise(ErrorKind::ArgumentError, "bfloat16 has no buffer-protocol format; exchange it through DLPack");
