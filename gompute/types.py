@@ -17,7 +17,7 @@ import numpy as np
 from .errors import ArgumentError
 
 # DLPack type codes (dlpack.h, DLDataTypeCode).
-DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT, DL_BOOL = 0, 1, 2, 4, 6
+DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT, DL_COMPLEX, DL_BOOL = 0, 1, 2, 4, 5, 6
 
 
 @dataclass(frozen=True, eq=False)
@@ -25,8 +25,8 @@ class ScalarType:
     """One element type: `g.f32`, `g.u64`, ... Call it to make a typed scalar."""
 
     name: str
-    kind: str  # "b" bool, "i" signed, "u" unsigned, "f" float
-    bits: int
+    kind: str  # "b" bool, "i" signed, "u" unsigned, "f" float, "c" complex (two floats: real, imaginary)
+    bits: int  # of the whole value: 64 for c64, two f32
     c_name: str
     dlpack_code: int
     dtype: np.dtype | None = field(repr=False)  # None: NumPy has no such dtype (bf16)
@@ -43,8 +43,19 @@ class ScalarType:
     def is_integer(self) -> bool:
         return self.kind in "iu"
 
+    @property
+    def is_complex(self) -> bool:
+        return self.kind == "c"
+
+    @property
+    def part(self) -> ScalarType:
+        """The float type of a complex type's real and imaginary parts (f32 for c64)."""
+        if self.kind != "c":
+            raise ValueError(f"g.{self.name} is not a complex type")
+        return f32 if self.bits == 64 else f64
+
     def range(self) -> tuple[int, int] | None:
-        """The representable integer range, or None for bool and floats."""
+        """The representable integer range, or None for bool, floats and complex types."""
         if self.kind == "i":
             return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
         if self.kind == "u":
@@ -72,6 +83,8 @@ class ScalarType:
             if isinstance(value, (bool, np.bool_)) or value in (0, 1):
                 return bool(value)
             raise ArgumentError(f"{value!r} is not a bool; pass True or False to g.{self.name}")
+        if self.kind == "c":
+            return self._check_complex(value)
         if self.kind == "f":
             try:
                 if not hasattr(type(value), "__float__") and not hasattr(type(value), "__index__"):
@@ -101,6 +114,24 @@ class ScalarType:
         if not lo <= as_int <= hi:
             raise ArgumentError(f"{as_int} is out of range for g.{self.name} ({lo} to {hi})")
         return as_int
+
+    def _check_complex(self, value) -> complex:
+        if (
+            isinstance(value, (str, bytes, bytearray))
+            or not hasattr(type(value), "__complex__")
+            and not (hasattr(type(value), "__float__") or hasattr(type(value), "__index__"))
+        ):
+            raise ArgumentError(f"{value!r} is not a number; g.{self.name} needs a complex number")
+        try:
+            as_complex = complex(value)
+        except OverflowError:  # a Python int past f64's range
+            raise ArgumentError(f"{value!r} overflows g.{self.name}") from None
+        for part in (as_complex.real, as_complex.imag):
+            if math.isfinite(part) and self.part._rounds_to_infinity(part):
+                raise ArgumentError(
+                    f"{as_complex!r} overflows g.{self.name} (largest finite part {self.part.max_float():g})"
+                )
+        return as_complex
 
     def pack(self, value) -> bytes:
         """The little-endian bytes of `value` stored as this type."""
@@ -174,8 +205,12 @@ f16 = _make("f16", "f", 16, "gompute_f16", DL_FLOAT, np.float16)
 bf16 = _make("bf16", "f", 16, "gompute_bf16", DL_BFLOAT, None)
 f32 = _make("f32", "f", 32, "float", DL_FLOAT, np.float32)
 f64 = _make("f64", "f", 64, "double", DL_FLOAT, np.float64)
+# Laid out as cuComplex / cuDoubleComplex and std::complex: {re, im}, aligned to their size
+# (preludes/complex.h).
+c64 = _make("c64", "c", 64, "gompute_c64", DL_COMPLEX, np.complex64)
+c128 = _make("c128", "c", 128, "gompute_c128", DL_COMPLEX, np.complex128)
 
-ALL_TYPES: tuple[ScalarType, ...] = (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64)
+ALL_TYPES: tuple[ScalarType, ...] = (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, c64, c128)
 BY_NAME: dict[str, ScalarType] = {t.name: t for t in ALL_TYPES}
 _BY_DTYPE: dict[np.dtype, ScalarType] = {t.dtype: t for t in ALL_TYPES if t.dtype is not None}
 _BY_DLPACK: dict[tuple[int, int], ScalarType] = {(t.dlpack_code, t.bits): t for t in ALL_TYPES}

@@ -58,6 +58,9 @@ def literal(value, t: Type) -> str:
         return "true" if value else "false"
     if c.is_float:
         return _float_literal(float(value), c)
+    if c.is_complex:
+        value = complex(value)
+        return f"{c.c_name}({_float_literal(value.real, c.part)}, {_float_literal(value.imag, c.part)})"
     value = int(value)
     suffix = {64: "LL" if c.kind == "i" else "ULL"}.get(c.bits, "" if c.kind == "i" else "u")
     if c.kind == "i" and value == c.range()[0]:
@@ -124,6 +127,8 @@ class ExprEmitter:
         a, b, c = self.expr(e.left), self.expr(e.right), concrete(e.type)
         if c.is_float:
             return _round(c, self._float_binary(e.op, c, a, b))
+        if c.is_complex:  # + - * / are complex.h's operators, NumPy's loops
+            return f"gompute_cpow({a}, {b})" if e.op == "pow" else f"({a} {_C_BINOP[e.op]} {b})"
         if e.op in ("add", "sub", "mul"):
             return _wrap_int(c, _C_BINOP[e.op], a, b)
         if e.op in ("and", "or", "xor"):

@@ -11,10 +11,11 @@ import numpy as np
 
 from .. import types as T
 from ..types import Scalar, ScalarType, _bf16_bits
-from . import ir
+from . import complex_math, ir
 from .builtins import PREDICATE, PYTHON_ALIASES, WHERE, Builtin, PowBuiltin
 from .typing_rules import (
     WEAK_BOOL,
+    WEAK_COMPLEX,
     WEAK_FLOAT,
     WEAK_INT,
     Type,
@@ -23,6 +24,7 @@ from .typing_rules import (
     describe,
     fits,
     is_bool,
+    is_complex,
     promote,
     weak_of,
 )
@@ -59,7 +61,8 @@ _CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq
 _ARITH = {"add", "sub", "mul", "floordiv", "mod", "pow"}
 _BITWISE = {"and", "or", "xor", "lshift", "rshift"}
 # int(x), float(x), bool(x) make Python numbers, which stay weak as Python scalars do in NumPy 2.
-_CASTS = {_py.int: WEAK_INT, _py.float: WEAK_FLOAT, _py.bool: WEAK_BOOL}
+_CASTS = {_py.int: WEAK_INT, _py.float: WEAK_FLOAT, _py.bool: WEAK_BOOL, _py.complex: WEAK_COMPLEX}
+_ORDERING = {"lt", "le", "gt", "ge"}
 
 # What to call a construct the language refuses.
 REFUSED = {
@@ -163,13 +166,23 @@ class ExprLowering:
         base = node.value
         while isinstance(base, ast.Attribute):
             base = base.value
-        if isinstance(base, ast.Name) and (
+        of_the_kernel = not isinstance(base, ast.Name) or (
             base.id in self.args or base.id in self.declared or base.id in self.assigned
-        ):
+        )
+        if of_the_kernel and node.attr in ("real", "imag"):
+            return self._part(node)
+        if of_the_kernel:
             raise self.src.error(
-                node, f"{ast.unparse(node)}: {base.id} is a scalar of the kernel, which has no attributes"
+                node,
+                f"{ast.unparse(node)}: {ast.unparse(node.value)} is a scalar of the kernel, whose only "
+                "attributes are .real and .imag",
             )
         return self.constant(self.resolve(node), node)
+
+    def _part(self, node: ast.Attribute):
+        """`z.real`, `z.imag`: as np.real(z) and np.imag(z), for real values too (x.imag is 0)."""
+        value = yield node.value
+        return self.builtin(complex_math.OWN[node.attr], [value], node)
 
     def field(self, param: str, name: str, node: ast.AST) -> ir.Expr:
         for f in self.params_class.__fields__:
@@ -182,7 +195,7 @@ class ExprLowering:
         """A module-level value used in a kernel: numbers are captured as constants."""
         if isinstance(value, Scalar):
             return ir.Const(value.value, value.type)
-        if isinstance(value, np.generic) and not isinstance(value, (np.complexfloating, np.str_, np.bytes_)):
+        if isinstance(value, np.generic) and not isinstance(value, (np.str_, np.bytes_)):
             return ir.Const(value.item(), T.from_dtype(value.dtype))
         weak = weak_of(value)
         if weak is None:
@@ -222,6 +235,12 @@ class ExprLowering:
         """An explicit cast, `g.i8(x)`: C's conversion (integers wrap, floats truncate toward zero)."""
         if e.type == t:
             return e
+        if is_complex(e.type) and not is_complex(t):
+            raise self.src.error(
+                node,
+                f"converting a {describe(e.type)} to {describe(t)} would drop its imaginary part; "
+                "take its .real (or abs(z)) first",
+            )
         if isinstance(e, ir.Const):
             if concrete(t).is_integer and isinstance(e.value, float) and not np.isfinite(e.value):
                 raise self.src.error(node, f"{e.value} cannot be converted to {describe(t)}")
@@ -250,11 +269,14 @@ class ExprLowering:
         t = promote(left.type, right.type)
         if op in _ARITH and is_bool(t):
             raise self.src.error(node, "arithmetic on two bools is not supported; cast one with g.i32(...) first")
-        if op in _BITWISE and concrete(t).is_float:
+        if op in _BITWISE and (concrete(t).is_float or is_complex(t)):
             raise self.src.error(node, f"bitwise operators need integers or bools, not {describe(t)}")
+        if op in ("floordiv", "mod") and is_complex(t):
+            symbol = "//" if op == "floordiv" else "%"
+            raise self.src.error(node, f"{symbol} is not defined for complex numbers ({describe(t)}), as in NumPy")
         if op in ("lshift", "rshift") and is_bool(t):
             raise self.src.error(node, "shifts need integers, not bools")
-        if op == "truediv" and not concrete(t).is_float:
+        if op == "truediv" and not (concrete(t).is_float or is_complex(t)):
             t = WEAK_FLOAT if isinstance(t, Weak) else T.f64
         return ir.Binary(op, self.convert(left, t, node), self.convert(right, t, node), t)
 
@@ -285,7 +307,7 @@ class ExprLowering:
             if is_bool(e.type):
                 raise self.src.error(node, "negating a bool is not supported; use `not`")
             return ir.Unary("neg", e, e.type)
-        if concrete(e.type).is_float:
+        if concrete(e.type).is_float or is_complex(e.type):
             raise self.src.error(node, f"~ needs an integer or a bool, not {describe(e.type)}")
         return ir.Unary("not" if is_bool(e.type) else "invert", e, e.type)
 
@@ -309,6 +331,8 @@ class ExprLowering:
         if outside is not None:
             return ir.Const(outside, T.bool_)
         t = promote(left.type, right.type)
+        if op in _ORDERING and is_complex(t):
+            raise self.src.error(node, _NO_ORDER.format(what=f"{_CMP_SYMBOL[op]} on {describe(t)}"))
         for side in (left, right):
             # NumPy compares a Python int that does not fit the other side's type by value.
             if isinstance(side, ir.Const) and isinstance(side.type, Weak) and not fits(side.value, t):
@@ -358,13 +382,17 @@ class ExprLowering:
         if self._calls_itself(node.func):
             raise self.src.error(node, f"{self.src.name!r} calls itself; kernels and @g.func functions cannot recurse")
         fn = self.resolve(node.func)
+        cmath_name = _cmath_name(fn)
         fn = _alias(fn)
         args = []
         for a in node.args:
             args.append((yield a))
+        if cmath_name is not None:  # cmath.sqrt(x) is complex for a real x too
+            args = [self.convert(a, promote(a.type, WEAK_COMPLEX), node) for a in args]
+            return self.builtin(complex_math.COMPLEX[cmath_name], args, node)
         if isinstance(fn, ScalarType) or (isinstance(fn, type) and fn in _CASTS):
             return self._cast_call(_CASTS.get(fn, fn), args, node)
-        if isinstance(fn, type) and issubclass(fn, np.generic) and np.dtype(fn).kind in "biuf":
+        if isinstance(fn, type) and issubclass(fn, np.generic) and np.dtype(fn).kind in "biufc":
             return self._cast_call(T.from_dtype(fn), args, node)  # np.float32(x) is g.f32(x)
         if isinstance(fn, PowBuiltin):
             self._check_arity(node, "pow", args, 2, 2)
@@ -396,11 +424,23 @@ class ExprLowering:
         return target is self.src.function or getattr(target, "fn", None) is self.src.function
 
     def _cast_call(self, t: Type, args: list[ir.Expr], node: ast.AST) -> ir.Expr:
-        self._check_arity(node, ast.unparse(node.func), args, 1, 1)
+        self._check_arity(node, ast.unparse(node.func), args, 1, 2 if is_complex(t) else 1)
+        if len(args) == 2:
+            return self._make_complex(t, args, node)
         if is_bool(t):
             truth = self.truth(args[0])
             return truth if t is T.bool_ else ir.Cast(truth, t)
         return self.cast(args[0], t, node)
+
+    def _make_complex(self, t: Type, args: list[ir.Expr], node: ast.AST) -> ir.Expr:
+        """`g.c64(re, im)`: two real values, each converted to the part type as a cast converts."""
+        if any(is_complex(a.type) for a in args):
+            raise self.src.error(node, f"{ast.unparse(node.func)}(re, im) takes two real numbers, not a complex one")
+        part = T.f64 if isinstance(t, Weak) else t.part
+        re, im = (self.cast(a, part, node) for a in args)
+        if isinstance(re, ir.Const) and isinstance(im, ir.Const):
+            return ir.Const(coerce(complex(re.value, im.value), t), t)
+        return ir.Call(complex_math.make, [re, im], t)
 
     def _check_arity(self, node, name, args, lo, hi):
         if len(args) < lo or (hi is not None and len(args) > hi):
@@ -411,6 +451,7 @@ class ExprLowering:
         self._check_arity(node, f"g.{b.name}", args, b.min_args, b.max_args)
         if b.rule == WHERE:
             return self.select(args[0], args[1], args[2], node)
+        b = self._complex_builtin(b, args, node)
         compute, result = b.resolve([a.type for a in args])
         if all(isinstance(a.type, Weak) for a in args) and b.rule != PREDICATE:
             result = WEAK_FLOAT if concrete(result).is_float else result  # math.sqrt(2) is a Python float
@@ -423,6 +464,32 @@ class ExprLowering:
                 value = ir.Call(b, [value, arg], result)
             return value
         return ir.Call(b, converted, result)
+
+    def _complex_builtin(self, b: Builtin, args: list[ir.Expr], node: ast.AST) -> Builtin:
+        """`b`, or the entry that computes it on complex arguments (complex_math.for_args)."""
+        chosen = complex_math.for_args(b, [a.type for a in args])
+        if chosen is not None:
+            return chosen
+        if b.name in ("min", "max", "clamp"):
+            raise self.src.error(node, _NO_ORDER.format(what=f"g.{b.name} of complex numbers"))
+        known = ", ".join(sorted(complex_math.COMPLEX))
+        raise self.src.error(node, f"g.{b.name} does not take complex arguments (those that do: {known})")
+
+
+# Ordering complex numbers: NumPy 2 orders them lexicographically; the language refuses instead.
+_NO_ORDER = (
+    "{what}: complex numbers have no order; gompute refuses to compare them where NumPy orders them "
+    "lexicographically (by real part, then imaginary): compare z.real, z.imag or abs(z) instead"
+)
+_CMP_SYMBOL = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _cmath_name(fn) -> str | None:
+    """The complex builtin a `cmath` function is, or None."""
+    try:
+        return complex_math.CMATH_ALIASES.get(fn)
+    except TypeError:  # unhashable
+        return None
 
 
 def _is_map_kernel(fn) -> bool:
@@ -440,9 +507,12 @@ def _alias(fn):
 def coerce(value, t: Type, wrap: bool = False):
     """The Python value `value` as type `t` holds it (rounded for floats, wrapped if `wrap`)."""
     if isinstance(t, Weak):
-        return {"b": bool, "i": int, "f": float}[t.kind](value)
+        return {"b": bool, "i": int, "f": float, "c": complex}[t.kind](value)
     if t.kind == "b":
         return bool(value)
+    if t.is_complex:
+        with np.errstate(over="ignore"):
+            return complex(np.array(value, dtype=np.complex128).astype(t.dtype))
     if t is T.bf16:
         bits = _bf16_bits(float(value))
         return float(np.frombuffer((bits << 16).to_bytes(4, "little"), np.float32)[0])

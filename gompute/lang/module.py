@@ -23,9 +23,9 @@ KERNELS_MARKER = "// ---- generated kernels ----"
 MAX_NDIM = MAX_STRIDED_DIMS  # the planner's limit, GOMPUTE_MAX_NDIM in preludes/common.h (tests/test_facts.py)
 _PRELUDES = Path(__file__).with_name("preludes")
 _PRELUDE_FILES = {
-    "host": ("host.h", "common.h", "host_strided.h"),
-    "cuda": ("cuda.h", "common.h"),
-    "hip": ("hip.h", "common.h"),
+    "host": ("host.h", "common.h", "complex.h", "host_strided.h"),
+    "cuda": ("cuda.h", "common.h", "complex.h"),
+    "hip": ("hip.h", "common.h", "complex.h"),
 }
 
 

@@ -18,13 +18,13 @@ from ..types import ScalarType
 
 @dataclass(frozen=True)
 class Weak:
-    """The type of a Python number: kind "b" (bool), "i" (int) or "f" (float)."""
+    """The type of a Python number: kind "b" (bool), "i" (int), "f" (float) or "c" (complex)."""
 
     kind: str
 
     @property
     def name(self) -> str:
-        return {"b": "bool", "i": "int", "f": "float"}[self.kind]
+        return {"b": "bool", "i": "int", "f": "float", "c": "complex"}[self.kind]
 
     @property
     def is_float(self) -> bool:
@@ -34,15 +34,19 @@ class Weak:
     def is_integer(self) -> bool:
         return self.kind == "i"
 
+    @property
+    def is_complex(self) -> bool:
+        return self.kind == "c"
+
     def __repr__(self) -> str:
         return f"python {self.name}"
 
 
-WEAK_BOOL, WEAK_INT, WEAK_FLOAT = Weak("b"), Weak("i"), Weak("f")
+WEAK_BOOL, WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = Weak("b"), Weak("i"), Weak("f"), Weak("c")
 Type = ScalarType | Weak
 
-_KIND_ORDER = {"b": 0, "i": 1, "u": 1, "f": 2}
-_DEFAULT = {"b": T.bool_, "i": T.i64, "f": T.f64}
+_KIND_ORDER = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
+_DEFAULT = {"b": T.bool_, "i": T.i64, "f": T.f64, "c": T.c128}
 
 
 def concrete(t: Type) -> ScalarType:
@@ -52,6 +56,10 @@ def concrete(t: Type) -> ScalarType:
 
 def is_bool(t: Type) -> bool:
     return t.kind == "b"
+
+
+def is_complex(t: Type) -> bool:
+    return t.kind == "c"
 
 
 def is_half(t: Type) -> bool:
@@ -69,6 +77,8 @@ def promote(a: Type, b: Type) -> Type:
         # A weak value keeps the concrete type unless it is of a higher kind.
         if _KIND_ORDER[a.kind] <= _KIND_ORDER[b.kind]:
             return b
+        if a.kind == "c" and b.kind == "f":  # f32 * 1j is c64: the complex type of the float's precision
+            return T.c128 if b is T.f64 else T.c64
         return _DEFAULT[a.kind]
     return _promote_concrete(a, b)
 
@@ -96,14 +106,14 @@ def _promote_bf16(other: ScalarType) -> ScalarType:
         return T.bf16
     if other is T.f16 or (other.is_integer and other.bits <= 16):
         return T.f32
-    return promote(T.f32, other)
+    return promote(T.f32, other)  # as f32 would: c64 holds bf16 exactly
 
 
 def float_of(t: Type) -> ScalarType:
     """The float type NumPy's math functions give for an argument of type `t` (np.sqrt(int8) is f16)."""
     if isinstance(t, Weak):
-        return T.f64
-    if t.is_float:
+        return T.c128 if t.kind == "c" else T.f64
+    if t.is_float or t.kind == "c":
         return t
     if t.kind == "b" or t.bits <= 8:
         return T.f16
@@ -114,7 +124,7 @@ def float_of(t: Type) -> ScalarType:
 
 def fits(value, t: Type) -> bool:
     """Whether the Python number `value` converts to type `t` without overflow (NEP 50's check)."""
-    if isinstance(t, Weak) or t.is_float or t.kind == "b" or isinstance(value, float):
+    if isinstance(t, Weak) or t.range() is None or isinstance(value, (float, complex)):
         return True
     lo, hi = t.range()
     return lo <= value <= hi
@@ -128,6 +138,8 @@ def weak_of(value) -> Weak | None:
         return WEAK_INT
     if isinstance(value, float):
         return WEAK_FLOAT
+    if isinstance(value, complex):
+        return WEAK_COMPLEX
     return None
 
 
@@ -138,11 +150,11 @@ def describe(t: Type) -> str:
 def converts_exactly(src: ScalarType, dst: ScalarType) -> bool:
     """Whether `src` values convert to `dst` exactly, by NumPy's "safe" casting rule (which also
     counts int64/uint64 -> float64 as safe); bf16, which NumPy lacks, holds bool and 8-bit
-    integers, and f32/f64 hold it."""
+    integers, and f32/f64 and both complex types hold it."""
     if src is dst:
         return True
     if T.bf16 in (src, dst):
         if src is T.bf16:
-            return dst in (T.f32, T.f64)
+            return dst in (T.f32, T.f64, T.c64, T.c128)
         return src.kind == "b" or (src.is_integer and src.bits <= 8)
     return bool(np.can_cast(src.dtype, dst.dtype, "safe"))
