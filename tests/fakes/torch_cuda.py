@@ -22,6 +22,7 @@ import torch
 
 from gompute.compile import build_image
 from gompute.dlpack_exchange import CAPSULE_NAME
+from tests.interop.dlpack_abi import DLDataType, DLDevice, DLTensor, capi
 
 KDL_CUDA = 2
 _CODES = {"i": 0, "u": 1, "f": 2, "b": 6}  # NumPy's kind -> DLPack's type code
@@ -96,26 +97,6 @@ FAKE_API long long fake_torch_queries(int device) {
 """
 
 
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device", DLDevice),
-        ("ndim", ctypes.c_int32),
-        ("dtype", DLDataType),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-    ]
-
-
 @functools.cache
 def _library() -> ctypes.CDLL:
     _, _, folder = build_image("host", TABLE_SOURCE, None, "fake_torch_table")
@@ -126,10 +107,7 @@ def _library() -> ctypes.CDLL:
     lib.fake_torch_set_stream.argtypes = [ctypes.c_int, ctypes.c_void_p]
     lib.fake_torch_queries.argtypes = [ctypes.c_int]
     lib.fake_torch_queries.restype = ctypes.c_longlong
-    new_capsule = ctypes.pythonapi.PyCapsule_New
-    new_capsule.restype = ctypes.py_object
-    new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-    FakeCudaTensor.__dlpack_c_exchange_api__ = new_capsule(lib.fake_torch_table(), CAPSULE_NAME, None)
+    FakeCudaTensor.__dlpack_c_exchange_api__ = capi.PyCapsule_New(lib.fake_torch_table(), CAPSULE_NAME, None)
     return lib
 
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import gompute as g
-from tests.conftest import open_compute
 from tests.fakes import images
 
+from . import test_gpu_paths
 from .calls import counting
 from .kernels import add, double, is_positive, scale_relu
 
@@ -141,15 +141,7 @@ def test_a_tensor_type_without_the_table_is_read_through_numpy():
 # ---- CUDA tensors: on a GPU, or on the fake driver -----------------------------------------------
 
 
-@pytest.fixture
-def cuda():
-    compute = open_compute(g.Backend.cuda)
-    if images.is_fake(compute):
-        with images.host_images():
-            yield compute
-    else:
-        yield compute
-    compute.synchronize()
+cuda = test_gpu_paths.cuda  # the fixture: a CUDA Compute (g.map's modules built for the CPU on the fake)
 
 
 @pytest.fixture
