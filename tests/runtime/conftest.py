@@ -1,7 +1,9 @@
-"""The runtime tests' hand-written host module, built once per session."""
+"""The runtime tests' hand-written host module and the fake libcuda, each built once per session."""
 
 from __future__ import annotations
 
+import ctypes.util
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,8 @@ import pytest
 import gompute as g
 
 KERNEL_SOURCE = Path(__file__).with_name("host_kernels.cpp")
+REPO = Path(__file__).resolve().parents[2]
+FAKE_SOURCE = REPO / "tests" / "fakes" / "fake_libcuda.cpp"
 
 
 @pytest.fixture(scope="session")
@@ -38,3 +42,37 @@ def kernels(compute, host_image):
             "(benchmarks/gpu_check.py runs these scenarios with PTX)"
         )
     return compute.load_module(host_image)
+
+
+@pytest.fixture(scope="session")
+def fake_libcuda(cxx, tmp_path_factory) -> dict[str, Path]:
+    """The fake built complete ("fake") and without cuLaunchKernel ("old"), and a path that isn't there."""
+    out = tmp_path_factory.mktemp("fake-libcuda")
+    paths = {
+        "fake": out / "libcuda-fake.so",
+        "old": out / "libcuda-old.so",
+        "missing": out / "no-such-libcuda.so",
+        "not_cuda": Path(ctypes.util.find_library("m") or "libm.so.6"),  # a library, but no driver
+    }
+    builds = []
+    for name, defines in (("fake", []), ("old", ["-DFAKE_CUDA_OLD"])):
+        cmd = [
+            cxx,
+            "-std=c++17",
+            "-O1",
+            "-shared",
+            "-fPIC",
+            "-fvisibility=hidden",
+            f"-I{REPO / 'gompute' / 'include'}",
+            *defines,
+            str(FAKE_SOURCE),
+            "-o",
+            str(paths[name]),
+            "-ldl",
+        ]
+        builds.append((cmd, subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)))
+    for cmd, build in builds:  # the two build at once
+        _, err = build.communicate()
+        if build.returncode != 0:
+            pytest.fail(f"building the fake libcuda failed: {' '.join(cmd)}\n{err}")
+    return paths

@@ -9,7 +9,6 @@ scenario as a test of its own.
 
 from __future__ import annotations
 
-import ctypes.util
 import json
 import os
 import subprocess
@@ -26,7 +25,6 @@ import gompute as g
 from tests.fakes import images
 
 REPO = Path(__file__).resolve().parents[2]
-FAKE_SOURCE = REPO / "tests" / "fakes" / "fake_libcuda.cpp"
 KERNEL_SOURCE = Path(__file__).with_name("host_kernels.cpp")
 MODULE_ENV = "GOMPUTE_TEST_FAKE_CUBIN"  # host_kernels.cpp built for the fake (the fake_cubin fixture)
 KERNELS_ENV = "GOMPUTE_TEST_HOST_KERNELS"  # their names, comma-separated
@@ -415,40 +413,6 @@ def run_batch(batch: str, out: str) -> None:
         except BaseException:  # noqa: BLE001 - every failure is reported to pytest
             results[fn.__name__] = traceback.format_exc()
     Path(out).write_text(json.dumps(results))
-
-
-@pytest.fixture(scope="session")
-def fake_libcuda(cxx, tmp_path_factory) -> dict[str, Path]:
-    """The fake built complete ("fake") and without cuLaunchKernel ("old"), and a path that isn't there."""
-    out = tmp_path_factory.mktemp("fake-libcuda")
-    paths = {
-        "fake": out / "libcuda-fake.so",
-        "old": out / "libcuda-old.so",
-        "missing": out / "no-such-libcuda.so",
-        "not_cuda": Path(ctypes.util.find_library("m") or "libm.so.6"),  # a library, but no driver
-    }
-    builds = []
-    for name, defines in (("fake", []), ("old", ["-DFAKE_CUDA_OLD"])):
-        cmd = [
-            cxx,
-            "-std=c++17",
-            "-O1",
-            "-shared",
-            "-fPIC",
-            "-fvisibility=hidden",
-            f"-I{REPO / 'gompute' / 'include'}",
-            *defines,
-            str(FAKE_SOURCE),
-            "-o",
-            str(paths[name]),
-            "-ldl",
-        ]
-        builds.append((cmd, subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)))
-    for cmd, build in builds:  # the two build at once
-        _, err = build.communicate()
-        if build.returncode != 0:
-            pytest.fail(f"building the fake libcuda failed: {' '.join(cmd)}\n{err}")
-    return paths
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,6 @@ import textwrap
 import pytest
 
 from tests.conftest import REPO
-from tests.runtime.test_cuda_adapter import fake_libcuda  # noqa: F401 - the fixture the children load
 
 SETUP = """
 import ctypes
@@ -41,7 +40,7 @@ TOUCHES = {
 }
 
 
-def run_child(fake_libcuda, code: str, **env: str) -> subprocess.CompletedProcess:  # noqa: F811
+def run_child(fake_libcuda, code: str, **env: str) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_CUDA_", "GOMPUTE_BACKEND"))}
     full.update(env, GOMPUTE_LIBCUDA=str(fake_libcuda["fake"]), FAKE_CUDA_DELAY_US="0")
     return subprocess.run(
@@ -56,21 +55,21 @@ def run_child(fake_libcuda, code: str, **env: str) -> subprocess.CompletedProces
 
 
 @pytest.mark.parametrize("touch", TOUCHES)
-def test_a_host_touch_of_device_memory_is_a_sigsegv(fake_libcuda, touch):  # noqa: F811
+def test_a_host_touch_of_device_memory_is_a_sigsegv(fake_libcuda, touch):
     child = run_child(fake_libcuda, TOUCHES[touch])
     assert "driver calls work" in child.stdout, child.stderr
     assert child.returncode == -signal.SIGSEGV, (child.returncode, child.stdout, child.stderr)
     assert "touched" not in child.stdout
 
 
-def test_the_switch_leaves_device_memory_addressable(fake_libcuda):  # noqa: F811
+def test_the_switch_leaves_device_memory_addressable(fake_libcuda):
     """FAKE_CUDA_ADDRESSABLE=1, for debugging: the same touches then pass, which shows that the
     SIGSEGVs above are the protection's and nothing else's."""
     child = run_child(fake_libcuda, "\n".join(TOUCHES.values()), FAKE_CUDA_ADDRESSABLE="1")
     assert child.returncode == 0 and "touched" in child.stdout, child.stderr
 
 
-def test_pinned_memory_stays_addressable(fake_libcuda):  # noqa: F811
+def test_pinned_memory_stays_addressable(fake_libcuda):
     """Page-locked host memory is host memory, on a GPU machine too: the host reads and writes it
     between driver calls, and copies to and from it still land."""
     code = """

@@ -139,6 +139,117 @@ template <typename T> GOMPUTE_FN T gompute_shr(T a, T n) {
 GOMPUTE_FLOAT_DIVMOD(f32, float, f)
 GOMPUTE_FLOAT_DIVMOD(f64, double, )
 
+// NumPy's ufuncs that C lacks or spells otherwise (lang/builtins.py), each as NumPy computes it.
+// Integer ones wrap in U, the unsigned type (>= 32 bits) of T's width, and never trap.
+template <typename T> GOMPUTE_FN T gompute_sign(T x) { return x > 0 ? (T)1 : x < 0 ? (T)-1 : x == 0 ? (T)0 : x; }
+// np.fmax / np.fmin: a NaN loses to a number; of two equal values, a.
+template <typename T> GOMPUTE_FN T gompute_fmax(T a, T b) { return (a >= b || b != b) ? a : b; }
+template <typename T> GOMPUTE_FN T gompute_fmin(T a, T b) { return (a <= b || b != b) ? a : b; }
+template <typename T> GOMPUTE_FN T gompute_heaviside(T x, T h0) {
+  return x != x ? x : x == 0 ? h0 : x < 0 ? (T)0 : (T)1;
+}
+// C's % (the sign of a); by 0, and MIN by -1, 0 as NumPy gives.
+template <typename T> GOMPUTE_FN T gompute_ifmod(T a, T b) {
+  return (b == 0 || ((T)-1 < (T)0 && b == (T)-1)) ? (T)0 : (T)(a % b);
+}
+// 1 / x truncated; NumPy's 1 / 0 is a float overflowing an integer, unspecified, here 0.
+template <typename T> GOMPUTE_FN T gompute_ireciprocal(T a) { return a == 0 ? (T)0 : (T)(1 / a); }
+template <typename T, typename U> GOMPUTE_FN U gompute_magnitude(T a) { return a < 0 ? (U)0 - (U)a : (U)a; }
+template <typename U> GOMPUTE_FN U gompute_ugcd(U a, U b) {
+  while (a != 0) {
+    const U r = b % a;
+    b = a;
+    a = r;
+  }
+  return b;
+}
+// gcd and lcm of the magnitudes, in U: gcd(MIN, 0) wraps to MIN, and lcm wraps, as in NumPy.
+template <typename T, typename U> GOMPUTE_FN T gompute_gcd(T a, T b) {
+  return (T)gompute_ugcd<U>(gompute_magnitude<T, U>(a), gompute_magnitude<T, U>(b));
+}
+template <typename T, typename U> GOMPUTE_FN T gompute_lcm(T a, T b) {
+  const U x = gompute_magnitude<T, U>(a), y = gompute_magnitude<T, U>(b), g = gompute_ugcd<U>(x, y);
+  return g == 0 ? (T)0 : (T)(x / g * y);
+}
+// The 1 bits of |a| (np.bitwise_count), counted without a backend's popcount intrinsic.
+template <typename T> GOMPUTE_FN uint8_t gompute_bitwise_count(T a) {
+  uint64_t v = gompute_magnitude<T, uint64_t>(a);
+  v = v - ((v >> 1) & 0x5555555555555555ull);
+  v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
+  v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0full;
+  return (uint8_t)((v * 0x0101010101010101ull) >> 56);
+}
+
+// Float ufuncs per width, in NumPy's formulas (npy_math), so that they round as NumPy's do.
+#define GOMPUTE_FLOAT_UFUNCS(W, T, S, BITS)                                                   \
+  GOMPUTE_FN bool gompute_signbit_##W(T x) { return (gompute_bits_##W(x) >> (BITS - 1)) != 0; } \
+  GOMPUTE_FN T gompute_deg2rad_##W(T x) { return x * ((T)3.14159265358979323846 / (T)180); }  \
+  GOMPUTE_FN T gompute_rad2deg_##W(T x) { return x * ((T)180 / (T)3.14159265358979323846); }  \
+  GOMPUTE_FN T gompute_nextafter_##W(T x, T y) { return nextafter##S(x, y); }                  \
+  /* The exponent clamped to int: past +-4096 every finite nonzero result is 0 or inf. */      \
+  GOMPUTE_FN T gompute_ldexp_##W(T x, int64_t n) {                                           \
+    return ldexp##S(x, (int)(n < -4096 ? -4096 : n > 4096 ? 4096 : n));                      \
+  }                                                                                          \
+  /* The step away from zero (from either zero, the smallest positive subnormal). */          \
+  GOMPUTE_FN T gompute_spacing_##W(T x) {                                                    \
+    if (fabs##S(x) == gompute_inf_##W()) return gompute_nan_##W();                           \
+    if (x == 0) return gompute_##W##_from_bits(1);                                           \
+    return nextafter##S(x, copysign##S(gompute_inf_##W(), x)) - x;                           \
+  }                                                                                          \
+  /* Equal arguments give x + log 2, which is right for infinities too; a NaN, NaN. */        \
+  GOMPUTE_FN T gompute_logaddexp_##W(T x, T y) {                                             \
+    if (x == y) return x + (T)0.693147180559945309417232121458176568;                        \
+    const T d = x - y;                                                                       \
+    if (d > 0) return x + log1p##S(exp##S(-d));                                              \
+    if (d <= 0) return y + log1p##S(exp##S(d));                                              \
+    return d;                                                                                \
+  }                                                                                          \
+  GOMPUTE_FN T gompute_logaddexp2_##W(T x, T y) {                                            \
+    if (x == y) return x + 1;                                                                \
+    const T d = x - y;                                                                       \
+    if (d > 0) return x + (T)1.442695040888963407359924681001892137 * log1p##S(exp2##S(-d));  \
+    if (d <= 0) return y + (T)1.442695040888963407359924681001892137 * log1p##S(exp2##S(d));  \
+    return d;                                                                                \
+  }
+GOMPUTE_FLOAT_UFUNCS(f32, float, f, 32)
+GOMPUTE_FLOAT_UFUNCS(f64, double, , 64)
+
+// f16 and bf16 step in their own ulps, on their 16-bit patterns (NumPy's npy_half_nextafter; its
+// rule for equal arguments, x, is kept for bf16, which NumPy lacks).
+GOMPUTE_FN uint16_t gompute_half_step(float x, float y, uint16_t hx, uint16_t hy) {
+  if ((hx & 0x7fffu) == 0) return (uint16_t)((hy & 0x8000u) | 1u);
+  return (uint16_t)((x < y) == !(hx & 0x8000u) ? hx + 1 : hx - 1);
+}
+GOMPUTE_FN float gompute_nextafter_bf16(float x, float y) {
+  if (x != x || y != y) return gompute_nan_f32();
+  if (x == y) return x;
+  const uint16_t hx = (uint16_t)(gompute_bits_f32(x) >> 16), hy = (uint16_t)(gompute_bits_f32(y) >> 16);
+  return gompute_f32_from_bf16_bits(gompute_half_step(x, y, hx, hy));
+}
+GOMPUTE_FN float gompute_spacing_bf16(float x) {
+  if (x != x || fabsf(x) == gompute_inf_f32()) return gompute_nan_f32();
+  if (x == 0) return gompute_f32_from_bf16_bits(1);
+  return gompute_f32_from_bf16_bits((uint16_t)((gompute_bits_f32(x) >> 16) + 1)) - x;
+}
+#if defined(GOMPUTE_NEEDS_F16)
+GOMPUTE_FN float gompute_nextafter_f16(float x, float y) {
+  if (x != x || y != y) return gompute_nan_f32();
+  if (x == y) return x;
+  return gompute_f32_from_f16_bits(gompute_half_step(x, y, gompute_f16_bits_from_f32(x), gompute_f16_bits_from_f32(y)));
+}
+// NumPy's npy_half_spacing: the ulp away from zero, as a magnitude, except from a negative power
+// of two, where it is the ulp toward zero.
+GOMPUTE_FN float gompute_spacing_f16(float x) {
+  const uint32_t h = gompute_f16_bits_from_f32(x), e = h & 0x7c00u, m = h & 0x03ffu;
+  if (e == 0x7c00u) return gompute_nan_f32();
+  if (h == 0x7bffu) return gompute_inf_f32();
+  uint32_t r;
+  if ((h & 0x8000u) && m == 0) r = e > 0x2c00u ? e - 0x2c00u : e > 0x0400u ? 1u << ((e >> 10) - 2) : 1u;
+  else r = e > 0x2800u ? e - 0x2800u : e > 0x0400u ? 1u << ((e >> 10) - 1) : 1u;
+  return gompute_f32_from_f16_bits((uint16_t)r);
+}
+#endif
+
 // Elements whose memory type is not the kernel's parameter type (g.map's storage variants):
 // gompute_value reads one as a value (half types as float), gompute_put stores a value into one.
 // The conversions they take part in are exact (the variant checks that).
