@@ -1,10 +1,10 @@
-"""PyTorch tensors on g.map's C++ path: read through the DLPack exchange table torch.Tensor
-carries, on torch's current stream, with each write counted for autograd.
+"""PyTorch CUDA tensors on g.map's C++ path: read through the DLPack exchange table
+torch.Tensor carries, on torch's current stream read each call, with each write counted for
+autograd (test_torch_tensors.py checks the same reading code on CPU tensors).
 
-The reading code is the same for CPU and CUDA tensors, so the CPU tests here check it on
-torch's CPU build. The CUDA tests run on a GPU with a CUDA build of torch, and on the fake
-libcuda with tests/fakes/torch_cuda.py's FakeCudaTensor: a torch.Tensor whose exchange table
-describes device memory of the fake and names the current stream a test chooses.
+They run on a GPU with a CUDA build of torch, and on the fake libcuda with
+tests/fakes/torch_cuda.py's FakeCudaTensor: a torch.Tensor whose exchange table describes
+device memory of the fake and names the current stream a test chooses.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tests.fakes import images
 
 from . import test_gpu_paths
 from .calls import counting
-from .kernels import add, double, is_positive, scale_relu
+from .kernels import scale_relu
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed")
 
@@ -26,119 +26,6 @@ values = np.linspace(-2, 2, 3000, dtype=np.float32)
 
 def relu(x, scale):
     return np.maximum(x * np.float32(scale), 0)
-
-
-# ---- the reading code, on CPU tensors ---------------------------------------------------------
-
-
-def test_tensors_are_read_through_torchs_exchange_table():
-    """The C++ path reads the table's view (pointer, shape, strides, dtype, device) with no
-    NumPy view in between; a table-less tensor type would take the NumPy one instead."""
-    assert torch.Tensor.__dlpack_c_exchange_api__ is not None, "this torch has no exchange table"
-    k, calls = counting(scale_relu)
-    t = torch.from_numpy(values.copy())
-    for scale in (2, 3, 0.5):
-        before = g.runtime.stats()["launches"]
-        assert k(t, out=t, scale=scale) is t
-        assert g.runtime.stats()["launches"] == before + 1
-    np.testing.assert_allclose(t.numpy(), relu(values, 2 * 3 * 0.5), rtol=1e-6)
-    assert calls == ["Tensor"]
-
-
-@pytest.mark.parametrize(
-    "view",
-    [
-        lambda t: t[7:],  # a storage offset: the table's pointer is past it
-        lambda t: t[::3],  # strided in elements
-        lambda t: t.view(60, 50).t(),  # transposed
-        lambda t: t.view(60, 50)[1::2, ::3],  # strided in both dimensions
-        lambda t: t[:0],  # no elements
-    ],
-    ids=["offset", "step", "transpose", "both", "empty"],
-)
-def test_views_read_the_right_elements(view):
-    k, calls = counting(scale_relu)
-    base = torch.from_numpy(values.copy())
-    for scale in (2, 3):
-        x = view(base)
-        out = torch.empty_like(x)
-        k(x, out=out, scale=scale)
-        np.testing.assert_array_equal(out.numpy(), relu(x.numpy(), scale))
-    assert len(calls) == (1 if x.numel() else 2)  # a call with nothing to launch teaches nothing
-
-
-@pytest.mark.parametrize(
-    "dtype",
-    [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32, torch.float64],
-)
-def test_every_dtype_with_a_format_takes_the_cpp_path(dtype):
-    k, calls = counting(double)
-    t = torch.arange(-5, 95).to(dtype)
-    want = t.numpy() * t.numpy().dtype.type(2)
-    for _ in range(3):
-        np.testing.assert_array_equal(k(t).numpy(), want)
-    assert len(calls) == 1
-
-
-def test_two_tensors_and_a_new_result():
-    k, calls = counting(add)
-    a, b = torch.arange(10.0), torch.ones(4, 1)
-    for _ in range(3):
-        np.testing.assert_array_equal(k(a, b).numpy(), a.numpy() + b.numpy())
-    assert len(calls) == 1
-    mask, calls = counting(is_positive)
-    for _ in range(3):  # a bool result
-        np.testing.assert_array_equal(mask(a - 5).numpy(), a.numpy() > 5)
-    assert len(calls) == 1
-
-
-def test_a_write_counts_for_autograd_on_the_cpp_path():
-    """torch refuses a backward that needs the values g.map overwrote, as after its own in-place ops."""
-    k, calls = counting(scale_relu)
-    w = torch.ones(4, requires_grad=True)
-    t = torch.full((4,), 2.0)
-    k(t, out=t, scale=1)  # the general path
-    y = (w * t).sum()  # saves t for the backward
-    versions = [t._version]
-    for _ in range(2):
-        k(t, out=t, scale=1)  # the C++ path
-        versions.append(t._version)
-    assert len(calls) == 1 and versions[0] < versions[1] < versions[2]
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        y.backward()
-
-
-def test_what_torch_would_not_export_is_left_to_the_general_path():
-    k, calls = counting(scale_relu)
-    t = torch.randn(6)
-    k(t, out=t, scale=1)
-    with pytest.raises(g.ArgumentError, match="require gradient"):
-        k(torch.randn(6, requires_grad=True), scale=1)
-    negated = torch.randn(6, dtype=torch.complex64).conj().imag  # a real tensor with its negative bit set
-    assert negated.is_neg()
-    with pytest.raises(g.ArgumentError, match="negative bit"):
-        k(negated, scale=1)
-    assert len(calls) == 3  # each refusal came from the general path, with its reason
-
-
-def test_a_tensor_type_without_the_table_is_read_through_numpy():
-    """A torch older than the exchange table: CPU tensors through their NumPy view, still in C++."""
-
-    class Plain(torch.Tensor):
-        __dlpack_c_exchange_api__ = None
-        __torch_function__ = torch._C._disabled_torch_function_impl
-
-    k, calls = counting(scale_relu)
-    t = torch.Tensor._make_subclass(Plain, torch.from_numpy(values.copy()))
-    versions = []
-    for scale in (2, 3):
-        k(t, out=t, scale=scale)
-        versions.append(t._version)
-    np.testing.assert_allclose(t.numpy(), relu(values, 6), rtol=1e-6)
-    assert calls == ["Plain"] and versions[0] < versions[1]
-
-
-# ---- CUDA tensors: on a GPU, or on the fake driver -----------------------------------------------
 
 
 cuda = test_gpu_paths.cuda  # the fixture: a CUDA Compute (g.map's modules built for the CPU on the fake)
