@@ -12,7 +12,7 @@ import numpy as np
 from .. import types as T
 from ..types import Scalar, ScalarType, _bf16_bits
 from . import complex_math, ir
-from .builtins import PREDICATE, PYTHON_ALIASES, WHERE, Builtin, PowBuiltin
+from .builtins import PYTHON_ALIASES, WHERE, Builtin, PowBuiltin
 from .typing_rules import (
     WEAK_BOOL,
     WEAK_COMPLEX,
@@ -449,21 +449,9 @@ class ExprLowering:
 
     def builtin(self, b: Builtin, args: list[ir.Expr], node: ast.AST) -> ir.Expr:
         self._check_arity(node, f"g.{b.name}", args, b.min_args, b.max_args)
-        if b.rule == WHERE:
-            return self.select(args[0], args[1], args[2], node)
-        b = self._complex_builtin(b, args, node)
-        compute, result = b.resolve([a.type for a in args])
-        if all(isinstance(a.type, Weak) for a in args) and b.rule != PREDICATE:
-            result = WEAK_FLOAT if concrete(result).is_float else result  # math.sqrt(2) is a Python float
-        if b.rule == PREDICATE and isinstance(compute, Weak):
-            result = WEAK_BOOL
-        converted = [self.convert(a, compute, node) for a in args]
-        if b.max_args is None:  # min and max of n arguments: a chain of pairs, as the C++ nests them
-            value = converted[0]
-            for arg in converted[1:]:
-                value = ir.Call(b, [value, arg], result)
-            return value
-        return ir.Call(b, converted, result)
+        if b.rule != WHERE:  # where(c, a, b) picks between complex values as between real ones
+            b = self._complex_builtin(b, args, node)
+        return b.lower(self, args, node)
 
     def _complex_builtin(self, b: Builtin, args: list[ir.Expr], node: ast.AST) -> Builtin:
         """`b`, or the entry that computes it on complex arguments (complex_math.for_args)."""
