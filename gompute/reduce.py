@@ -30,13 +30,23 @@ from .interface import arg
 from .interop import asbuffer, describe, is_jax, library_of
 from .kernel import _Call, _call_device, _check_overlap, _count_write, _output_maker, _target_arch
 from .lang.module import MAX_NDIM
-from .lang.reduce_entries import COLUMN_ROWS, LAYOUT_ARRAYS, LEAF_ROWS, ROW_LEAVES, column_width, lanes
+from .lang.reduce_entries import (
+    COLUMN_ROWS,
+    GPU_ITEMS,
+    LAYOUT_ARRAYS,
+    LEAF_ROWS,
+    ROW_LEAVES,
+    column_width,
+    lanes,
+)
 from .lang.reduce_kernel import ReduceKernel
 from .runtime import _compute
 from .runtime.dynamic import _check_backend
 
 _BLOCK_ELEMENTS = 1 << 16  # elements a host block of the first launch reads, about
 _FINISH_PARTIALS = 1 << 14  # partials a block of the second launch combines, about
+_GPU_PARTIALS = 1 << 12  # a GPU rows launch's items (partials), at most, unless results outnumber them
+_GPU_MAX_BLOCKS = 1 << 20  # a GPU launch's blocks, at most: they stride through the items past it
 
 
 class BoundReduce:
@@ -50,6 +60,7 @@ class BoundReduce:
         self.compute = _compute.Compute._open(backend, ordinal)
         self._arch = _target_arch(self.compute)
         self._launchers: dict[tuple, _core.Kernel] = {}
+        self.gpu = backend is not Backend.host  # how a call is cut: GPU blocks of threads, or host items
 
     @property
     def backend(self) -> Backend:
@@ -173,7 +184,7 @@ class _ReduceCall(_Call):
         return self.out, out
 
     def _launch(self, bound: BoundReduce, spec, inputs, out, shape, axes, packed, stream) -> None:
-        plan = _plan(spec, inputs, out, shape, axes, self.keepdims, bound.backend)
+        plan = _plan(spec, inputs, out, shape, axes, self.keepdims, self.kernel.block_size if bound.gpu else None)
         host = bound.backend is Backend.host
         partials = bound.compute.empty(max(1, plan.items_partials), spec.partial_type)
         block = Dim3(self.kernel.block_size)
@@ -237,7 +248,8 @@ def _collapse(dims: list[tuple[int, list[int]]]) -> list[tuple[int, list[int]]]:
     return merged
 
 
-def _plan(spec, inputs, out: _core.Buffer, shape, axes, keepdims: bool, backend: Backend) -> _Plan:
+def _plan(spec, inputs, out: _core.Buffer, shape, axes, keepdims: bool, gpu_block: int | None) -> _Plan:
+    """The launches of a reduction; `gpu_block`: the threads of a GPU block, None on the host."""
     n = len(inputs)
     per_input = [_element_strides(b, shape) for b in inputs]
     out_strides = [s // out.dtype.itemsize for s in out.strides]
@@ -257,14 +269,25 @@ def _plan(spec, inputs, out: _core.Buffer, shape, axes, keepdims: bool, backend:
     columns = bool(
         kept and red_count > 0 and all(s == 1 for s in kept[-1][1][:n]) and not all(s == 1 for s in red[-1][1])
     )
-    acc = spec.acc
+    work = _gpu_work if gpu_block else _host_work
+    kind, items, cut = work(spec.acc, kept, kept_count, red_count, columns, gpu_block)
+    layout = _pack_layout(kept, red, n, (kept_count, red_count, *cut))
+    chunks, finish_blocks = cut[1], -(-kept_count // cut[4])
+    if gpu_block:  # the finish pass strides through the results past the most blocks a launch takes
+        finish_blocks = min(finish_blocks, _GPU_MAX_BLOCKS)
+    return _Plan(kind, -(-items // cut[3]), finish_blocks, kept_count * chunks, layout)
+
+
+def _host_work(acc, kept, kept_count: int, red_count: int, columns: bool, _):
+    """(kind, items, (chunk, chunks, width, per_block, finish_per_block)) of a host launch: items
+    of a fixed size, blocks of about _BLOCK_ELEMENTS elements."""
     if columns:
         width = column_width(acc)
         cols = kept[-1][0]
         chunk = COLUMN_ROWS
         chunks = -(-red_count // chunk)
         items = kept_count // cols * -(-cols // width) * chunks
-        per_block = max(1, _BLOCK_ELEMENTS // (width * min(chunk, red_count)))
+        per_block = max(1, _BLOCK_ELEMENTS // (min(width, cols) * min(chunk, red_count)))
     else:
         width = 1
         chunk = LEAF_ROWS * lanes(acc) * ROW_LEAVES
@@ -275,14 +298,24 @@ def _plan(spec, inputs, out: _core.Buffer, shape, axes, keepdims: bool, backend:
             chunks, per_block = -(-red_count // chunk), 1
         items = kept_count * chunks
     finish_per_block = max(1, _FINISH_PARTIALS // max(chunks, 1))
-    layout = _pack_layout(kept, red, n, (kept_count, red_count, chunk, chunks, width, per_block, finish_per_block))
-    return _Plan(
-        "columns" if columns else "rows",
-        -(-items // per_block),
-        -(-kept_count // finish_per_block),
-        kept_count * chunks,
-        layout,
-    )
+    return "columns" if columns else "rows", items, (chunk, chunks, width, per_block, finish_per_block)
+
+
+def _gpu_work(acc, kept, kept_count: int, red_count: int, columns: bool, block: int):
+    """The same for a GPU: a block an item, threads striding through it (rows: at least
+    GPU_ITEMS elements a thread, at most _GPU_PARTIALS partials over all results) or a thread a
+    result of a tile (columns); a thread a result in the finish pass."""
+    if columns:
+        cols = kept[-1][0]
+        chunks = -(-red_count // COLUMN_ROWS)
+        items = kept_count // cols * -(-cols // block) * chunks
+        cut = (COLUMN_ROWS, chunks, block, 1, block)
+    else:
+        chunks = min(-(-red_count // (block * GPU_ITEMS)), max(1, _GPU_PARTIALS // max(kept_count, 1)))
+        chunk = max(1, -(-red_count // chunks)) if chunks else 1
+        items = kept_count * chunks
+        cut = (chunk, chunks, 1, 1, block)
+    return "columns" if columns else "rows", min(items, _GPU_MAX_BLOCKS), cut
 
 
 def _pack_layout(kept, red, n: int, work: tuple[int, ...]) -> bytes:

@@ -20,7 +20,6 @@ pass are as on the host.
 
 from __future__ import annotations
 
-from ..errors import CompileError
 from ..types import ScalarType
 from .builtins import unsigned_c
 from .codegen import storage_ctype, value_ctype
@@ -33,6 +32,7 @@ ROW_LEAVES = 512  # leaves in a rows item of a long reduction
 COLUMN_ROWS = 128  # reduced rows in a columns item
 COLUMN_GROUP = 8  # input rows a columns item reads at once
 GPU_ITEMS = 8  # a GPU rows item: elements per thread (grid-stride steps)
+GPU_FINISH_RUN = 64  # partials the GPU finish pass combines in a row before combining the rows
 # A columns launch's items: per result row (all kept dimensions but the last), its tiles of
 # `width` results, each over `chunks` runs of reduced rows.
 _COLUMN_ITEMS = (
@@ -56,14 +56,16 @@ template <int N> struct gompute_reduce_layout {
   int64_t width;    // columns: result elements an item covers; rows: 1
   int64_t per_block, finish_per_block;  // items of the first launch, results of the second, a block
 };
-// The offset in each array of element i of dimensions (shape, strides), and its index.
+// The offset in each array of element i of dimensions (shape, strides), and its index where idx is
+// not null. The loop's trip count is fixed, so that a GPU keeps `at` in registers, not local memory.
 template <int N> GOMPUTE_FN void gompute_unravel(const int64_t* shape, const int64_t (*strides)[GOMPUTE_MAX_NDIM],
                                                  int64_t ndim, int64_t i, int64_t* at, int64_t* idx) {
   for (int a = 0; a < N; ++a) at[a] = 0;
-  for (int64_t d = ndim - 1; d >= 0; --d) {
+  for (int d = GOMPUTE_MAX_NDIM - 1; d >= 0; --d) {
+    if (d >= ndim) continue;
     const int64_t k = i % shape[d];
     i /= shape[d];
-    idx[d] = k;
+    if (idx) idx[d] = k;
     for (int a = 0; a < N; ++a) at[a] += k * strides[a][d];
   }
 }
@@ -152,9 +154,9 @@ def reduce_entries_source(backend: str, unit, structs, call_name: str, combine_n
         f"GOMPUTE_FN {a} {sym}_comb({a} a, {a} b) {{ return {combine_code(unit, 'a', 'b', combine_name)}; }}",
         f"GOMPUTE_FN {t} {sym}_tcomb({t} a, {t} b) {{ return {tree}; }}",
     ]
-    if backend != "host":
-        raise CompileError(f"{unit.name}: reductions compile for the host backend only, not {backend}")
-    return common + _host_entries(unit, structs, call_name)
+    if backend == "host":
+        return common + _host_entries(unit, structs, call_name)
+    return common + _gpu_entries(unit, structs, call_name, backend)
 
 
 def store_result(unit, target: str, value: str) -> str:
@@ -374,6 +376,145 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
         f"      gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m, at, idx);",
         f"      {store_result(unit, f'out[at[{n}]]', 'v[0]')}",
         "    }",
+        "  }",
+        "}",
+    ]
+
+
+# ---- GPU -------------------------------------------------------------------------------------
+
+# A warp's shuffle down for each partial type: CUDA's names its mask (every lane: reduction blocks
+# are whole warps), HIP's runs on the whole wavefront. Small integers and bools go as int.
+_GPU_SHUFFLE = r"""
+#ifndef GOMPUTE_REDUCE_SHUFFLE
+#define GOMPUTE_REDUCE_SHUFFLE
+template <typename T> GOMPUTE_FN T gompute_shfl_down(T v, int d) { return (T)GOMPUTE_SHFL_DOWN((int)v, d); }
+GOMPUTE_FN float gompute_shfl_down(float v, int d) { return GOMPUTE_SHFL_DOWN(v, d); }
+GOMPUTE_FN double gompute_shfl_down(double v, int d) { return GOMPUTE_SHFL_DOWN(v, d); }
+GOMPUTE_FN int64_t gompute_shfl_down(int64_t v, int d) { return (int64_t)GOMPUTE_SHFL_DOWN((long long)v, d); }
+GOMPUTE_FN uint64_t gompute_shfl_down(uint64_t v, int d) { return (uint64_t)GOMPUTE_SHFL_DOWN((long long)v, d); }
+GOMPUTE_FN uint64_t gompute_block_linear() {
+  return blockIdx.x + (uint64_t)gridDim.x * (blockIdx.y + (uint64_t)gridDim.y * blockIdx.z);
+}
+#endif
+"""
+_SHFL = {
+    "cuda": "#define GOMPUTE_SHFL_DOWN(v, d) __shfl_down_sync(0xffffffffu, (v), (d))",
+    # The HIP text built for the CPU (tests/fakes/cuda_shim.h, GOMPUTE_CUDA_ON_CPU) has CUDA's spelling.
+    "hip": "#if defined(GOMPUTE_CUDA_ON_CPU)\n#define GOMPUTE_SHFL_DOWN(v, d) __shfl_down_sync(~0ull, (v), (d))\n"
+    "#else\n#define GOMPUTE_SHFL_DOWN(v, d) __shfl_down((v), (d))\n#endif",
+}
+
+
+def _gpu_block(unit) -> list[str]:
+    """The combine of every thread's value in a block, in thread 0: shuffles within each warp,
+    then the first warp over the warps' results, through shared memory."""
+    sym, t = unit.name, _tree(unit)
+    return [
+        f"GOMPUTE_FN {t} {sym}_block({t} v) {{",
+        f"  __shared__ {t} warps[32];",
+        "  const unsigned int lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize;",
+        f"  for (int d = warpSize / 2; d > 0; d /= 2) v = {sym}_tcomb(v, gompute_shfl_down(v, d));",
+        "  if (lane == 0) warps[warp] = v;",
+        "  __syncthreads();",
+        "  if (warp == 0) {",
+        f"    v = lane < blockDim.x / warpSize ? warps[lane] : ({t}){unit.identity};",
+        f"    for (int d = warpSize / 2; d > 0; d /= 2) v = {sym}_tcomb(v, gompute_shfl_down(v, d));",
+        "  }",
+        "  __syncthreads();  // warps[] is free for the block's next item",
+        "  return v;",
+        "}",
+    ]
+
+
+def _gpu_head(unit, entry, structs) -> str:
+    args = []
+    for arg in entry.args:
+        if arg.kind == "pointer":
+            args.append(f"{storage_ctype(arg.type)}* {arg.name}")
+        elif arg.kind == "layout":
+            args.append(f"const {_layout_type(unit)} {arg.name}")
+        else:
+            args.append(f"const {structs[arg.type]} params")
+    return f"GOMPUTE_GLOBAL void __launch_bounds__({unit.block_size}) {entry.symbol}({', '.join(args)}) {{"
+
+
+def _gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
+    sym, a, t, n = unit.name, value_ctype(unit.acc), _tree(unit), len(unit.in_storage)
+    entries = {e.kind: e for e in unit.entry_points()}
+    strided = _value(unit, call_name, [f"in{k}[at[{k}] + off[{k}]]" for k in range(n)])
+    flat = _value(unit, call_name, [f"in{k}[at[{k}] + k * layout.red[{k}][0]]" for k in range(n)])
+    column = _value(unit, call_name, [f"in{k}[at[{k}] + off[{k}] + l]" for k in range(n)])
+    indices = [f"    int64_t at[{n + 1}], off[{n + 1}];"]
+    flat_offsets = " ".join(f"off[{k}] = k * layout.red[{k}][0];" for k in range(n))
+    return [
+        _SHFL[backend],
+        *_GPU_SHUFFLE.strip("\n").splitlines(),
+        *_gpu_block(unit),
+        "// Block by block over the items (each a result's reduced elements [k0, k1)), the threads",
+        "// striding through an item's elements; one partial an item.",
+        _gpu_head(unit, entries["rows"], structs),
+        "  const int64_t items = layout.kept_count * layout.chunks;",
+        "  for (int64_t i = gompute_block_linear(); i < items; i += (int64_t)gridDim.x * gridDim.y * gridDim.z) {",
+        "    const int64_t m = i / layout.chunks, k0 = i % layout.chunks * layout.chunk;",
+        "    const int64_t k1 = k0 + layout.chunk < layout.red_count ? k0 + layout.chunk : layout.red_count;",
+        *indices,
+        f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m, at, nullptr);",
+        f"    {a} v = {unit.identity};",
+        "    if (layout.red_ndim == 1) {",
+        "      for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x)",
+        f"        v = {sym}_comb(v, {flat});",
+        "    } else {",
+        "      for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) {",
+        f"        gompute_unravel<{n + 1}>(layout.red_shape, layout.red, layout.red_ndim, k, off, nullptr);",
+        f"        v = {sym}_comb(v, {strided});",
+        "      }",
+        "    }",
+        f"    const {t} r = {sym}_block(({t})v);",
+        "    if (threadIdx.x == 0) partials[gompute_partial(layout, i)] = r;",
+        "  }",
+        "}",
+        "// Block by block over the items (a tile of `width` results contiguous in every input, over the",
+        "// reduced rows [k0, k1)): thread l owns result m0 + l, so each row is read in whole lines.",
+        _gpu_head(unit, entries["columns"], structs),
+        f"  const int64_t items = {_COLUMN_ITEMS};",
+        "  const int64_t cols = layout.kept_shape[layout.kept_ndim - 1];",
+        "  const int64_t tiles = (cols + layout.width - 1) / layout.width;",
+        "  for (int64_t i = gompute_block_linear(); i < items; i += (int64_t)gridDim.x * gridDim.y * gridDim.z) {",
+        "    const int64_t kc = i % layout.chunks, t = i / layout.chunks % tiles;",
+        "    const int64_t m0 = i / layout.chunks / tiles * cols + t * layout.width, l = threadIdx.x;",
+        "    if (t * layout.width + l >= cols) continue;",
+        "    const int64_t k0 = kc * layout.chunk;",
+        "    const int64_t k1 = k0 + layout.chunk < layout.red_count ? k0 + layout.chunk : layout.red_count;",
+        *indices,
+        f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m0, at, nullptr);",
+        f"    {t} v = ({t}){unit.identity};",
+        "    for (int64_t k = k0; k < k1; ++k) {",
+        "      if (layout.red_ndim == 1)",
+        f"        {{ {flat_offsets} }}",
+        "      else",
+        f"        gompute_unravel<{n + 1}>(layout.red_shape, layout.red, layout.red_ndim, k, off, nullptr);",
+        f"      v = {sym}_tcomb(v, ({t}){column});",
+        "    }",
+        "    partials[kc * layout.kept_count + m0 + l] = v;",
+        "  }",
+        "}",
+        "// A thread a result: its items' partials (few: _GPU_PARTIALS in gompute/reduce.py) combined in",
+        f"// runs of {GPU_FINISH_RUN}, then the runs' results, in registers (a pairwise stack would live in",
+        "// local memory); stored through the output's strides.",
+        _gpu_head(unit, entries["finish"], structs),
+        "  for (uint64_t m = gompute_thread_index(); m < (uint64_t)layout.kept_count; m += gompute_thread_count()) {",
+        f"    {t} v[1] = {{({t}){unit.identity}}};",
+        f"    for (int64_t c0 = 0; c0 < layout.chunks; c0 += {GPU_FINISH_RUN}) {{",
+        f"      const int64_t c1 = c0 + {GPU_FINISH_RUN} < layout.chunks ? c0 + {GPU_FINISH_RUN} : layout.chunks;",
+        f"      {t} run = partials[c0 * layout.kept_count + m];",
+        "      for (int64_t c = c0 + 1; c < c1; ++c)",
+        f"        run = {sym}_tcomb(run, partials[c * layout.kept_count + m]);",
+        f"      v[0] = {sym}_tcomb(v[0], run);",
+        "    }",
+        f"    int64_t at[{n + 1}];",
+        f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, (int64_t)m, at, nullptr);",
+        f"    {store_result(unit, f'out[at[{n}]]', 'v[0]')}",
         "  }",
         "}",
     ]

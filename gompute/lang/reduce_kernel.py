@@ -132,6 +132,11 @@ class ReduceKernel:
 
     def __init__(self, fn, identity=None, combine=None, block_size: int = 256):
         functools.update_wrapper(self, fn)
+        if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size % 64 or block_size > 1024:
+            raise ArgumentError(
+                f"block_size must be a multiple of 64 up to 1024 (a reduction's blocks are whole warps and "
+                f"wavefronts), got {block_size!r}"
+            )
         self.map_part = MapKernel(fn, block_size)
         self.name = self.map_part.name
         self.combine = _combine_of(combine, self.name)
