@@ -33,7 +33,7 @@ from .errors import (
     SourceRejected,
     SyncFailed,
 )
-from .types import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+from .types import bf16, bool_, c64, c128, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 __version__ = "0.1.0"
 
@@ -42,6 +42,7 @@ from . import lang
 from .aot import emit_kernels
 from .lang import Func, MapKernel, func, map_kernel
 from .lang.reduce_kernel import ReduceKernel, reduce_kernel
+from .lang.complex_math import angle, conj, imag, real
 from .raw import RawByName, RawKernel, raw_kernel_by_name
 from .lang.builtins import (  # noqa: A004 - the kernel language's builtins, as g.NAME
     abs,

@@ -10,8 +10,9 @@ scalar types and `Params`, spelled as `import gompute as g` spells them.
 """
 
 from ..abi import Params
-from ..types import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+from ..types import bf16, bool_, c64, c128, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from .builtins import BUILTINS, Builtin, pow
+from .complex_math import angle, conj, imag, real
 from .kernel import Func, Image, MapKernel, func, map_kernel
 from .module import EntryArg, EntryPoint, Specialization
 
@@ -31,6 +32,12 @@ __all__ = [
     "bf16",
     "f32",
     "f64",
+    "c64",
+    "c128",
+    "real",
+    "imag",
+    "conj",
+    "angle",
     "Params",
     "map_kernel",
     "func",

@@ -19,7 +19,7 @@ from .typing_rules import Type, concrete, is_complex, promote_all
 PART = "part"  # the complex argument's part type: abs, real, imag, angle (np.abs(c64) is f32)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class ComplexBuiltin(Builtin):
     """A builtin on complex arguments; on real ones too where `real_rule` says how (else None)."""
 

@@ -69,6 +69,8 @@ def sample(t: g.types.ScalarType, shape=(3, 4)) -> np.ndarray:
         values = np.arange(n) % 3 == 1
     elif t.kind == "f":
         values = (np.arange(n) - n / 2) / 4
+    elif t.kind == "c":
+        values = (np.arange(n) - n / 2) / 4 + 1j * np.arange(n) / 8
     else:
         lo, hi = t.range()
         values = [lo + (hi - lo) * k // (n - 1) for k in range(n)]  # both ends of the range

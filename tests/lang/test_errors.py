@@ -269,7 +269,7 @@ def calls_a_map_kernel(x: g.f32) -> g.f32:
 
 def attribute_of_a_local(x: g.f32) -> g.f32:
     y = x
-    return y.real  # refused
+    return y.shape  # refused
 
 
 CASES = [
@@ -319,7 +319,7 @@ CASES = [
     (unused_call, "calling print is not supported"),
     (calls_a_variable, "'x' is a variable, not a function"),
     (calls_a_map_kernel, "double is a map kernel, which only g.map runs"),
-    (attribute_of_a_local, "y.real: y is a scalar of the kernel, which has no attributes"),  # was "not defined"
+    (attribute_of_a_local, "y.shape: y is a scalar of the kernel, whose only attributes are .real and .imag"),  # was "not defined"
 ]
 
 
