@@ -13,12 +13,13 @@ warning, removed when the process exits.
 
 A module found in the cache is loaded into this process, so the cache trusts a folder (the root,
 and each entry before its binary is read) only where no one but this user (or root) can change
-it: owned by one of them, written by no group or other, and not a symbolic link (judged by lstat,
-as what it is, not what it points to); the folders above the root too, save that one others can
-write with the sticky bit set (`/tmp`) is trusted: whoever can write a folder above it could swap
-the root. A checksum beside a module defends nothing against someone who can write its folder. An untrusted root is never read: gompute warns once, naming the folder
-and the fix, and uses a private temporary folder. An untrusted, damaged or unloadable entry is
-rebuilt, with a warning naming it.
+it: owned by one of them, written by no group or other, and not a symbolic link (judged by
+lstat, as what it is, not what it points to); the folders above the root too, save that one
+others can write with the sticky bit set (`/tmp`) is trusted: whoever can write a folder above
+it could swap the root. A checksum beside a module defends nothing against someone who can write
+its folder. An untrusted root is never read: gompute warns once, naming the folder and the fix,
+and uses a private temporary folder. An untrusted, damaged or unloadable entry is rebuilt, with
+a warning naming it.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ function per element and store its result.
 On a GPU each entry is a grid-stride loop: a contiguous one over 16-byte vectors of its arrays
 where their alignments allow, and over single elements before and after them. On the host every
 entry of a specialization goes through one `NAME_rows` function (the kernel over n contiguous
-elements, a loop the compiler vectorizes), compiled once: the contiguous entries call it on their span, the strided entry on
-each run of its innermost dimension, directly when every array has stride 1 there, else on chunk
-buffers it gathers and scatters (preludes/host_strided.h).
+elements, a loop the compiler vectorizes), compiled once: the contiguous entries call it on
+their span, the strided entry on each run of its innermost dimension, directly when every array
+has stride 1 there, else on chunk buffers it gathers and scatters (preludes/host_strided.h).
 
 An input stored as another type than its parameter's (a storage variant) is converted as it is
 read, the result as it is stored; `MapKernel.variant` has checked that both are exact.

@@ -38,9 +38,7 @@ def test_nothing_found_says_what_to_install(fresh_load, monkeypatch):
     monkeypatch.setitem(sys.modules, "cuda", None)
     monkeypatch.delenv("GOMPUTE_LIBNVRTC", raising=False)
     monkeypatch.setattr(nvrtc, "_fallback_paths", lambda: ["/nonexistent/libnvrtc.so"])
-    with pytest.raises(
-        CompileError, match=r"/nonexistent/libnvrtc.so.*gompute\[cuda12\]' or 'gompute\[cuda13\]'"
-    ):
+    with pytest.raises(CompileError, match=r"/nonexistent/libnvrtc.so.*gompute\[cuda12\]' or 'gompute\[cuda13\]'"):
         fresh_load()
 
 

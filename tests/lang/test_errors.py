@@ -319,7 +319,7 @@ CASES = [
     (unused_call, "calling print is not supported"),
     (calls_a_variable, "'x' is a variable, not a function"),
     (calls_a_map_kernel, "double is a map kernel, which only g.map runs"),
-    (attribute_of_a_local, "y.shape: y is a scalar of the kernel, whose only attributes are .real and .imag"),  # was "not defined"
+    (attribute_of_a_local, "y.shape: y is a scalar of the kernel, whose only attributes are .real and .imag"),
 ]
 
 
