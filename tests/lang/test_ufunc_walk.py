@@ -1,0 +1,208 @@
+"""NumPy's ufuncs, walked: each one the language has, run on the host backend over a grid of values
+with every dtype's edges (0, -0, 1, -1, min, max, inf, -inf, NaN, subnormals), against NumPy.
+
+Exact where NumPy is exact: the same bits (any NaN matching any NaN, and -0.0 only -0.0). The
+transcendentals (APPROXIMATE) call the platform's math library where NumPy has its own code, so they
+may differ in the last bits: within ULPS of NumPy's value, NaN and infinities exactly as NumPy's.
+
+Each kernel computes many ufuncs: `w`, an input array, picks the ufunc of each element, so one
+module of a few kernels per dtype holds the walk and one compiler run builds it. The dtypes of
+SLOW_DTYPES, and most mixed pairs, are a second module, marked slow.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+
+import numpy as np
+import pytest
+
+from gompute import types as T
+from gompute.lang import builtins as B
+from gompute.lang.kernel import compile_module
+
+from .hostrun import run_spec
+
+DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+DTYPES += [np.float16, np.float32, np.float64]
+SLOW_DTYPES = {np.int16, np.int32, np.uint16, np.uint32}
+MIXED = [(np.int64, np.uint64), (np.float32, np.int32), (np.int16, np.float16)]
+SLOW_MIXED = [(np.int8, np.uint8), (np.bool_, np.int8), (np.float64, np.int64), (np.float16, np.float32)]
+SLOW_MIXED += [(np.uint8, np.float64)]
+# One name per builtin: the aliases of a row are the same entry under other names.
+_ROW = {b.name: row for row in B.ROWS for b in row}
+WALKED = sorted(
+    {id(_ROW[n]): n for n in sorted(dir(np)) if isinstance(getattr(np, n), np.ufunc) and n in B.BUILTINS}.values()
+)
+# fmt: off
+APPROXIMATE = {
+    "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "logaddexp", "logaddexp2",
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "arcsinh",
+    "arccosh", "arctanh", "hypot", "float_power", "power",
+}
+# fmt: on
+ULPS = {np.float16: 1, np.float32: 2, np.float64: 2}
+# Of two equal zeros, which one these return is NumPy's loops' own choice, not the same in all of
+# them (its f16 maximum returns the first, its f32 one the second; fmax's loops differ likewise):
+# here -0.0 and 0.0 count as the same value.
+ZERO_SIGN_UNSPECIFIED = {"maximum", "minimum", "fmax", "fmin"}
+
+
+def _grid(dtype) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return np.array([False, True])
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        values = [0, 1, 2, 3, 5, 7, 8, 64, 100, info.max, info.max - 1, info.min, info.min + 1]
+        values += [-1, -2, -3, -7, -64] if dtype.kind == "i" else []
+        return np.array(sorted(set(values)), dtype)
+    info = np.finfo(dtype)
+    values = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.5, 3.0, 0.75, 1.5, 10.0, -7.0, 100.0, 1e-3, np.pi]
+    values += [info.max, -info.max, info.tiny, -info.tiny, info.smallest_subnormal, -info.smallest_subnormal]
+    values += [np.inf, -np.inf, np.nan]
+    return np.array(values, dtype)
+
+
+def _numpy(name, *args):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return getattr(np, name)(*args)
+
+
+def _numpy_dtype(name, dtypes):
+    try:
+        return _numpy(name, *(np.zeros(1, d) for d in dtypes)).dtype
+    except (TypeError, ValueError):
+        return None
+
+
+def _inputs(name, dtypes, out) -> list[np.ndarray]:
+    """The grid (one argument) or every pair from the grids, less the values NumPy refuses or leaves
+    unspecified: an integer to a negative power raises, 1 // 0 in np.reciprocal overflows a float."""
+    if len(dtypes) == 1:
+        a = _grid(dtypes[0])
+        return [a[a != 0]] if name == "reciprocal" and out.kind in "iu" else [a]
+    a, b = (x.ravel() for x in np.meshgrid(_grid(dtypes[0]), _grid(dtypes[1]), indexing="ij"))
+    if name == "power" and out.kind in "iu":
+        keep = b >= 0
+        a, b = a[keep], b[keep]
+    return [a, b]
+
+
+def _cases():
+    """(module, dtypes, result dtype, names) per kernel: the ufuncs NumPy takes on those dtypes,
+    grouped by the dtype of their result."""
+    combos = [(d,) for d in DTYPES] + [(d, d) for d in DTYPES] + MIXED + SLOW_MIXED
+    cases = []
+    for dtypes in combos:
+        slow = bool(SLOW_DTYPES & set(dtypes)) or dtypes in SLOW_MIXED
+        groups: dict[np.dtype, list[str]] = {}
+        for name in WALKED:
+            out = _numpy_dtype(name, dtypes) if getattr(np, name).nin == len(dtypes) else None
+            if out is not None:
+                groups.setdefault(out, []).append(name)
+        cases += [("slow" if slow else "quick", dtypes, out, names) for out, names in groups.items()]
+    return cases
+
+
+CASES = _cases()
+
+
+def _source(cases, prefix: str = "np") -> str:
+    """A module of kernels `walk_K(w, a, ...)`, one per case, each calling `prefix.NAME` of each
+    of the case's names on the elements where `w` is the name's index."""
+    lines = ["import numpy as np", "import gompute.lang as g", ""]
+    for k, (_, dtypes, _, names) in enumerate(cases):
+        args = ", ".join("abc"[: len(dtypes)])
+        lines += ["", "@g.map_kernel", f"def walk_{k}(w, {args}):"]
+        calls = [f"return {prefix}.{name}({args})" for name in names]
+        if len(calls) == 1:
+            lines.append(f"    {calls[0]}")
+            continue
+        for i, call in enumerate(calls):
+            head = "if" if i == 0 else "elif"
+            lines += [f"    {head} w == {i}:" if i < len(calls) - 1 else "    else:", f"        {call}"]
+    return "\n".join(lines) + "\n"
+
+
+def _kernels(folder, source: str):
+    """The module of `source`, written to a file in `folder` (a kernel's source must be in one)."""
+    path = folder / "walk_kernels.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("walk_kernels", path)
+    kernels = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kernels)
+    return kernels
+
+
+@pytest.fixture(scope="module")
+def walk(tmp_path_factory):
+    """module name -> (the specializations of CASES, in order, None for the other module's; the
+    module), each compiled at its first use."""
+    kernels = _kernels(tmp_path_factory.mktemp("walk"), _source(CASES))
+    compiled = {}
+
+    def get(module: str):
+        if module not in compiled:
+            specs = [
+                getattr(kernels, f"walk_{k}").specialize(T.i32, *map(T.from_dtype, dtypes)) if m == module else None
+                for k, (m, dtypes, _, _) in enumerate(CASES)
+            ]
+            built = [s for s in specs if s is not None]
+            compiled[module] = specs, compile_module(built, "host", None, f"test_ufunc_walk_{module}")
+        return compiled[module]
+
+    return get
+
+
+def _ordered(x: np.ndarray) -> np.ndarray:
+    """Float bits as integers in the floats' order, so that neighbours differ by 1 (as Python ints)."""
+    bits = x.view({2: np.int16, 4: np.int32, 8: np.int64}[x.dtype.itemsize]).astype(object)
+    top = 1 << (8 * x.dtype.itemsize - 1)
+    return np.array([b if b >= 0 else -top - b for b in bits], dtype=object)
+
+
+def _disagreeing(got: np.ndarray, want: np.ndarray, ulps: int, zero_sign: bool) -> np.ndarray:
+    """The indices where `got` is not `want`: in value, or beyond `ulps` for a float; -0.0 is not
+    0.0 where `zero_sign`."""
+    if want.dtype.kind != "f":
+        return np.flatnonzero(got != want)
+    both_nan = np.isnan(got) & np.isnan(want)
+    same = (got.view(np.uint8).reshape(len(got), -1) == want.view(np.uint8).reshape(len(want), -1)).all(1)
+    same |= (got == 0) & (want == 0) & (not zero_sign)
+    if ulps:
+        finite = np.isfinite(got) & np.isfinite(want)
+        close = np.zeros(len(got), bool)
+        close[finite] = np.abs(_ordered(got[finite]) - _ordered(want[finite])) <= ulps
+        same |= close
+    return np.flatnonzero(~(same | both_nan))
+
+
+def _id(case) -> str:
+    _, dtypes, out, _ = case
+    return f"{'-'.join(np.dtype(d).name for d in dtypes)}-to-{out.name}"
+
+
+@pytest.mark.parametrize(
+    "k", [pytest.param(k, id=_id(c), marks=[pytest.mark.slow] if c[0] == "slow" else []) for k, c in enumerate(CASES)]
+)
+def test_every_ufunc_gives_numpys_values(walk, k):
+    module, dtypes, out, names = CASES[k]
+    specs, image = walk(module)
+    assert specs[k].out_type.dtype == out
+    inputs = [_inputs(name, dtypes, out) for name in names]
+    w = np.concatenate([np.full(len(x[0]), i, np.int32) for i, x in enumerate(inputs)])
+    args = [np.concatenate([x[j] for x in inputs]) for j in range(len(dtypes))]
+    got = run_spec(image, specs[k], w, *args)
+    failures = []
+    for i, name in enumerate(names):
+        want = np.asarray(_numpy(name, *inputs[i]))
+        mine = got[w == i]
+        approximate = any(b.name in APPROXIMATE for b in _ROW[name])
+        ulps = ULPS[out.type] if approximate and out.kind == "f" else 0
+        for j in _disagreeing(mine, want, ulps, name not in ZERO_SIGN_UNSPECIFIED)[:4]:
+            at = ", ".join(repr(x[j]) for x in inputs[i])
+            failures.append(f"np.{name}({at}): NumPy {want[j]!r}, gompute {mine[j]!r}")
+    assert not failures, "\n".join(failures)
