@@ -1,5 +1,6 @@
 """NumPy's ufuncs, walked: each one the language has, run on the host backend over a grid of values
-with every dtype's edges (0, -0, 1, -1, min, max, inf, -inf, NaN, subnormals), against NumPy.
+with every dtype's edges (0, -0, 1, -1, min, max, inf, -inf, NaN, subnormals), against NumPy; and
+every builtin on every type, bf16 too, compiled as CUDA by NVRTC and as HIP by hiprtc.
 
 Exact where NumPy is exact: the same bits (any NaN matching any NaN, and -0.0 only -0.0). The
 transcendentals (APPROXIMATE) call the platform's math library where NumPy has its own code, so they
@@ -7,7 +8,7 @@ may differ in the last bits: within ULPS of NumPy's value, NaN and infinities ex
 
 Each kernel computes many ufuncs: `w`, an input array, picks the ufunc of each element, so one
 module of a few kernels per dtype holds the walk and one compiler run builds it. The dtypes of
-SLOW_DTYPES, and most mixed pairs, are a second module, marked slow.
+SLOW_DTYPES, and most mixed pairs, are a second module, marked slow, as are the GPU compiles.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import numpy as np
 import pytest
 
 from gompute import types as T
+from gompute.compile import hiprtc, nvrtc
+from gompute.errors import CompileError
 from gompute.lang import builtins as B
-from gompute.lang.kernel import compile_module
+from gompute.lang.kernel import compile_module, map_kernel
 
 from .hostrun import run_spec
 
@@ -206,3 +209,67 @@ def test_every_ufunc_gives_numpys_values(walk, k):
             at = ", ".join(repr(x[j]) for x in inputs[i])
             failures.append(f"np.{name}({at}): NumPy {want[j]!r}, gompute {mine[j]!r}")
     assert not failures, "\n".join(failures)
+
+
+# -- the GPU text ----------------------------------------------------------------------------------
+
+GPU_TYPES = [T.bool_, T.i8, T.i16, T.i32, T.i64, T.u8, T.u16, T.u32, T.u64, T.f16, T.bf16, T.f32, T.f64]
+
+
+def _single(fn, arity: int):
+    """A generic kernel calling `fn` on its `arity` arguments."""
+
+    @map_kernel
+    def one(a):
+        return fn(a)
+
+    @map_kernel
+    def two(a, b):
+        return fn(a, b)
+
+    @map_kernel
+    def three(a, b, c):
+        return fn(a, b, c)
+
+    return (one, two, three)[arity - 1]
+
+
+def _gpu_cases():
+    """(None, argument types, result type, names) per kernel: every builtin (one name per row of
+    the table) on each type, its arguments all of that type, grouped by the result type."""
+    cases = []
+    for t in GPU_TYPES:
+        groups: dict[tuple, list[str]] = {}
+        for row in B.ROWS:
+            b = row[0]
+            try:
+                out = _single(b, b.min_args).specialize(*[t] * b.min_args).out_type
+            except CompileError:  # no loop for t
+                continue
+            groups.setdefault((b.min_args, out), []).append(b.name)
+        cases += [(None, [t] * arity, out, names) for (arity, out), names in groups.items()]
+    return cases
+
+
+@pytest.fixture(scope="module")
+def gpu_specs(tmp_path_factory):
+    cases = _gpu_cases()
+    kernels = _kernels(tmp_path_factory.mktemp("gpu"), _source(cases, prefix="g"))
+    specs = [getattr(kernels, f"walk_{k}").specialize(T.i32, *types) for k, (_, types, _, _) in enumerate(cases)]
+    names = {name for _, _, _, group in cases for name in group}
+    assert names == {row[0].name for row in B.ROWS}, "a builtin compiles on no type"
+    return specs
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not nvrtc.available(), reason="NVRTC not installed (pip install nvidia-cuda-nvrtc cuda-pathfinder)")
+def test_every_builtin_compiles_for_cuda(gpu_specs):
+    ptx = compile_module(gpu_specs, "cuda", "compute_75", "test_ufunc_walk_cuda").data.decode()
+    assert all(f".entry {e.symbol}(" in ptx for s in gpu_specs for e in s.entry_points())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hiprtc.available(), reason="no hiprtc (apt install libamdhip64-5, or install ROCm)")
+def test_every_builtin_compiles_for_hip(gpu_specs):
+    code = compile_module(gpu_specs, "hip", "gfx90a", "test_ufunc_walk_hip").data
+    assert all(e.symbol.encode() in code for s in gpu_specs for e in s.entry_points())
