@@ -30,6 +30,7 @@ CUDA_TESTS = (
     "tests/map/test_gpu_devices.py",
     "tests/map/test_gpu_paths.py",
     "tests/map/test_gpu_tuning.py",
+    "tests/map/test_torch_cuda_path.py",
     "tests/runtime/test_cuda_adapter.py",
 )
 
