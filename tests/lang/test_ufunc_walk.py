@@ -1,6 +1,7 @@
 """NumPy's ufuncs, walked: each one the language has, run on the host backend over a grid of values
 with every dtype's edges (0, -0, 1, -1, min, max, inf, -inf, NaN, subnormals), against NumPy; and
-every builtin on every type, bf16 too, compiled as CUDA by NVRTC and as HIP by hiprtc.
+the walk again from the CUDA text, built for the CPU as the fake CUDA driver runs it; and every
+builtin on every type, bf16 too, compiled as CUDA by NVRTC and as HIP by hiprtc.
 
 Exact where NumPy is exact: the same bits (any NaN matching any NaN, and -0.0 only -0.0). The
 transcendentals (APPROXIMATE) call the platform's math library where NumPy has its own code, so they
@@ -8,7 +9,7 @@ may differ in the last bits: within ULPS of NumPy's value, NaN and infinities ex
 
 Each kernel computes many ufuncs: `w`, an input array, picks the ufunc of each element, so one
 module of a few kernels per dtype holds the walk and one compiler run builds it. The dtypes of
-SLOW_DTYPES, and most mixed pairs, are a second module, marked slow, as are the GPU compiles.
+SLOW_DTYPES, and most mixed pairs, are a second module, marked slow, as are the GPU text's tests.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from gompute import types as T
 from gompute.compile import hiprtc, nvrtc
 from gompute.errors import CompileError
 from gompute.lang import builtins as B
-from gompute.lang.kernel import compile_module, map_kernel
+from gompute.lang.kernel import Image, compile_module, map_kernel
+from gompute.lang.module import module_source
+from tests.fakes import images
 
 from .hostrun import run_spec
 
@@ -192,8 +195,12 @@ def _id(case) -> str:
     "k", [pytest.param(k, id=_id(c), marks=[pytest.mark.slow] if c[0] == "slow" else []) for k, c in enumerate(CASES)]
 )
 def test_every_ufunc_gives_numpys_values(walk, k):
-    module, dtypes, out, names = CASES[k]
-    specs, image = walk(module)
+    _check(*walk(CASES[k][0]), k)
+
+
+def _check(specs, image, k):
+    """Case `k` of CASES, run from `image`, against NumPy."""
+    _, dtypes, out, names = CASES[k]
     assert specs[k].out_type.dtype == out
     inputs = [_inputs(name, dtypes, out) for name in names]
     w = np.concatenate([np.full(len(x[0]), i, np.int32) for i, x in enumerate(inputs)])
@@ -209,6 +216,23 @@ def test_every_ufunc_gives_numpys_values(walk, k):
             at = ", ".join(repr(x[j]) for x in inputs[i])
             failures.append(f"np.{name}({at}): NumPy {want[j]!r}, gompute {mine[j]!r}")
     assert not failures, "\n".join(failures)
+
+
+@pytest.fixture(scope="module")
+def cuda_text(walk):
+    """The quick module's kernels from their CUDA text, as NVRTC gets it, built for the CPU through
+    the CUDA shim of the fake driver's tests (tests/fakes/images.py)."""
+    specs, _ = walk("quick")
+    built = [s for s in specs if s is not None]
+    entries = tuple(e for s in built for e in s.entry_points())
+    data = images.gpu_text_image(module_source(built, "cuda"), [e.symbol for e in entries], "test_ufunc_walk_text")
+    return specs, Image(data, "so", "host", None, entries, None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", [pytest.param(k, id=_id(c)) for k, c in enumerate(CASES) if c[0] == "quick"])
+def test_the_cuda_text_gives_numpys_values_on_the_cpu(cuda_text, k):
+    _check(*cuda_text, k)
 
 
 # -- the GPU text ----------------------------------------------------------------------------------
