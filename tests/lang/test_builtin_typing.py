@@ -240,3 +240,17 @@ def test_the_docs_builtins_table_is_the_one_the_compiler_uses():
     match = re.search(r"<!-- builtins table: generated.*?-->\n(.*?)<!-- end of the builtins table -->", text, re.S)
     assert match, "docs/kernels.md has no generated builtins table"
     assert match.group(1) == B.markdown(), "regenerate it with gompute.lang.builtins.markdown()"
+
+
+@g.map_kernel
+def _numpy_functions(x: g.f16, c: g.bool_):
+    return np.where(c, np.clip(x, -1, 1), np.round(x))
+
+
+def test_np_where_clip_and_round_are_the_builtins_of_their_meaning():
+    pytest.importorskip("gompute._core", reason="the kernel runs on the host runtime")
+    x = np.array([-2.5, -0.5, 0.5, 1.5, 3.25], np.float16)
+    c = np.array([True, False, True, False, True])
+    got = g.map(_numpy_functions)(x, c)
+    np.testing.assert_array_equal(got, np.where(c, np.clip(x, -1, 1), np.round(x)))
+    assert got.dtype == np.float16
