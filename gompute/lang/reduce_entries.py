@@ -91,8 +91,9 @@ template <int N> GOMPUTE_FN void gompute_advance(const gompute_reduce_layout<N>&
 
 
 def lanes(acc: ScalarType) -> int:
-    """Independent accumulators of a rows item: 64 bytes of them, 4 to 32."""
-    return max(4, min(32, 64 // _value_bytes(acc)))
+    """Independent accumulators of a rows item: 256 bytes of them (four vectors of the widest
+    registers, so that four chains of combines run at once), 8 to 128."""
+    return max(8, min(128, 256 // _value_bytes(acc)))
 
 
 def column_width(acc: ScalarType) -> int:
@@ -241,7 +242,7 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
         f"  int64_t at[{n + 1}], off[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
         f"  gompute_unravel<{n + 1}>(lay.kept_shape, lay.kept, lay.kept_ndim, m, at, idx);",
         f"  gompute_unravel<{n + 1}>(lay.red_shape, lay.red, lay.red_ndim, k0, off, idx);",
-        f"  {t} stack[40][{L}];",
+        f"  {t} stack[{(ROW_LEAVES - 1).bit_length() + 2}][{L}];",
         "  int depth = 0;",
         "  uint64_t count = 0;",
         "  const int64_t last = lay.red_ndim - 1;",
