@@ -30,7 +30,7 @@ LEAF_ROWS = 8  # steps per lane in a leaf
 COLUMN_BYTES = 16384  # a columns item's results: this many bytes of accumulators, in its partials row
 ROW_LEAVES = 512  # leaves in a rows item of a long reduction
 COLUMN_ROWS = 128  # reduced rows in a columns item
-COLUMN_GROUP = 8  # input rows a columns item reads at once
+COLUMN_GROUP = 16  # input rows a columns item reads at once
 GPU_ITEMS = 8  # a GPU rows item: elements per thread (grid-stride steps)
 GPU_FINISH_RUN = 64  # partials the GPU finish pass combines in a row before combining the rows
 # A columns launch's items: per result row (all kept dimensions but the last), its tiles of
