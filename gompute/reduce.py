@@ -46,6 +46,7 @@ from .runtime.dynamic import _check_backend
 _BLOCK_ELEMENTS = 1 << 16  # elements a host block of the first launch reads, about
 _FINISH_PARTIALS = 1 << 14  # partials a block of the second launch combines, about
 _GPU_PARTIALS = 1 << 12  # a GPU rows launch's items (partials), at most, unless results outnumber them
+_PLANS_KEPT = 256  # plans a bound reduction keeps, by layout
 _GPU_MAX_BLOCKS = 1 << 20  # a GPU launch's blocks, at most: they stride through the items past it
 
 
@@ -60,11 +61,23 @@ class BoundReduce:
         self.compute = _compute.Compute._open(backend, ordinal)
         self._arch = _target_arch(self.compute)
         self._launchers: dict[tuple, _core.Kernel] = {}
+        self._plans: dict[tuple, _Plan] = {}
         self.gpu = backend is not Backend.host  # how a call is cut: GPU blocks of threads, or host items
 
     @property
     def backend(self) -> Backend:
         return self.compute.backend
+
+    def plan(self, spec, inputs, out: _core.Buffer, shape, axes, keepdims: bool) -> _Plan:
+        """The call's launches, planned once per layout (shapes, strides, types, axes)."""
+        key = (spec.name, axes, keepdims, out.shape, out.strides, *((b.shape, b.strides) for b in inputs))
+        found = self._plans.get(key)
+        if found is None:
+            if len(self._plans) >= _PLANS_KEPT:
+                self._plans.clear()
+            found = _plan(spec, inputs, out, shape, axes, keepdims, spec.block_size if self.gpu else None)
+            self._plans[key] = found
+        return found
 
     def launcher(self, spec, kind: str) -> _core.Kernel:
         """The loaded entry `kind` of `spec`, compiled once."""
@@ -184,19 +197,17 @@ class _ReduceCall(_Call):
         return self.out, out
 
     def _launch(self, bound: BoundReduce, spec, inputs, out, shape, axes, packed, stream) -> None:
-        plan = _plan(spec, inputs, out, shape, axes, self.keepdims, self.kernel.block_size if bound.gpu else None)
+        plan = bound.plan(spec, inputs, out, shape, axes, self.keepdims)
         host = bound.backend is Backend.host
         partials = bound.compute.empty(max(1, plan.items_partials), spec.partial_type)
-        block = Dim3(self.kernel.block_size)
         extra = [arg(packed)] if packed is not None else []
         if plan.first_blocks:
             core = bound.launcher(spec, plan.kind)
-            args = [*(b.arg_ptr() for b in inputs), partials.arg_ptr(), arg(plan.layout), *extra]
-            core.launch(Dim3(plan.first_blocks), block, 0, args, stream, wait=host)
+            args = [*(b.arg_ptr() for b in inputs), partials.arg_ptr(), plan.layout, *extra]
+            core.launch(plan.first_grid, plan.block, 0, args, stream, wait=host)
         finish = bound.launcher(spec, "finish")
-        finish.launch(
-            Dim3(plan.finish_blocks), block, 0, [partials.arg_ptr(), out.arg_ptr(), arg(plan.layout)], stream, wait=host
-        )
+        args = [partials.arg_ptr(), out.arg_ptr(), plan.layout]
+        finish.launch(plan.finish_grid, plan.block, 0, args, stream, wait=host)
         if self.out is not None and library_of(self.out) == "torch":
             _count_write(self.out)
         if not host:
@@ -214,11 +225,13 @@ def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
 
 
 class _Plan:
-    """Both launches of a call: the first's entry kind and blocks, the second's blocks, the layout."""
+    """Both launches of a call: the first's entry kind and grid, the second's grid, the block, the
+    layout argument, the partials they pass between them."""
 
-    def __init__(self, kind: str, first_blocks: int, finish_blocks: int, items_partials: int, layout: bytes):
-        self.kind, self.first_blocks, self.finish_blocks = kind, first_blocks, finish_blocks
-        self.items_partials, self.layout = items_partials, layout
+    def __init__(self, kind: str, first_blocks: int, finish_blocks: int, items_partials: int, layout: bytes, block):
+        self.kind, self.first_blocks, self.items_partials = kind, first_blocks, items_partials
+        self.first_grid, self.finish_grid = Dim3(max(1, first_blocks)), Dim3(finish_blocks)
+        self.block, self.layout = Dim3(block), arg(layout)
 
 
 def _element_strides(b: _core.Buffer, shape) -> list[int]:
@@ -275,7 +288,7 @@ def _plan(spec, inputs, out: _core.Buffer, shape, axes, keepdims: bool, gpu_bloc
     chunks, finish_blocks = cut[1], -(-kept_count // cut[4])
     if gpu_block:  # the finish pass strides through the results past the most blocks a launch takes
         finish_blocks = min(finish_blocks, _GPU_MAX_BLOCKS)
-    return _Plan(kind, -(-items // cut[3]), finish_blocks, kept_count * chunks, layout)
+    return _Plan(kind, -(-items // cut[3]), finish_blocks, kept_count * chunks, layout, spec.block_size)
 
 
 def _host_work(acc, kept, kept_count: int, red_count: int, columns: bool, _):
