@@ -28,7 +28,7 @@ from gompute.lang.kernel import Image, compile_module, map_kernel
 from gompute.lang.module import module_source
 from tests.fakes import images
 
-from .hostrun import run_spec
+from .hostrun import map_host, run_spec
 
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 DTYPES += [np.float16, np.float32, np.float64]
@@ -297,3 +297,33 @@ def test_every_builtin_compiles_for_cuda(gpu_specs):
 def test_every_builtin_compiles_for_hip(gpu_specs):
     code = compile_module(gpu_specs, "hip", "gfx90a", "test_ufunc_walk_hip").data
     assert all(e.symbol.encode() in code for s in gpu_specs for e in s.entry_points())
+
+
+# -- bf16, which NumPy lacks ----------------------------------------------------------------------
+
+
+@map_kernel
+def _bf16_next(x: T.bf16, y: T.bf16) -> T.bf16:
+    return B.nextafter(x, y)
+
+
+@map_kernel
+def _bf16_spacing(x: T.bf16) -> T.bf16:
+    return B.spacing(x)
+
+
+def test_bf16_steps_in_its_own_ulps():
+    """nextafter and spacing on bf16 step in bf16's ulps (not f32's), by the rules NumPy has for
+    its floats: nextafter(x, x) is x, and spacing steps away from zero, from either zero up."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf16 = ml_dtypes.bfloat16
+    grid = np.array([0.0, -0.0, 1.0, -1.0, 3.5, 1e-40, -1e-40, 3.3e38, -3.3e38, np.inf, -np.inf, np.nan], bf16)
+    x, y = (v.ravel() for v in np.meshgrid(grid, grid, indexing="ij"))
+    with np.errstate(all="ignore"):
+        want = np.where(x == y, x, np.nextafter(x, y))
+        away = np.nextafter(grid, np.copysign(np.array(np.inf, bf16), grid)) - grid
+        spacing = np.where(grid == 0, np.array(2.0**-133, bf16), np.where(np.isinf(grid), np.nan, away)).astype(bf16)
+    got = map_host(_bf16_next, x.view(np.uint16), y.view(np.uint16)).view(bf16)
+    assert not _disagreeing(got.astype(np.float32), want.astype(np.float32), 0, True).size
+    got = map_host(_bf16_spacing, grid.view(np.uint16)).view(bf16)
+    assert not _disagreeing(got.astype(np.float32), spacing.astype(np.float32), 0, True).size
