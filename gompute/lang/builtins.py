@@ -492,6 +492,18 @@ for _name in dir(np):
         PYTHON_ALIASES[getattr(np, _name)] = BUILTINS[_name]
 
 
+@dataclass(frozen=True, eq=False)
+class _Unsupported(Builtin):
+    """A NumPy ufunc that is not a builtin: calling it in a kernel says why (UNSUPPORTED)."""
+
+    def lower(self, fe, args: list[ir.Expr], node) -> ir.Expr:
+        raise fe.src.error(node, f"np.{self.name} is not supported in kernels: {UNSUPPORTED[self.name]}")
+
+
+for _name in UNSUPPORTED:
+    PYTHON_ALIASES[getattr(np, _name)] = _Unsupported(_name, 0, None, SAME, None)
+
+
 def _python(fn, b: Builtin) -> PythonFunction:
     return PythonFunction(**{f.name: getattr(b, f.name) for f in fields(Builtin)}, python=fn)
 

@@ -254,3 +254,10 @@ def test_np_where_clip_and_round_are_the_builtins_of_their_meaning():
     got = g.map(_numpy_functions)(x, c)
     np.testing.assert_array_equal(got, np.where(c, np.clip(x, -1, 1), np.round(x)))
     assert got.dtype == np.float16
+
+
+def test_an_unsupported_ufunc_says_why():
+    with pytest.raises(CompileError, match=r"np\.divmod is not supported in kernels: two results"):
+        _binary(np.divmod).specialize(T.i32, T.i32)
+    with pytest.raises(CompileError, match=r"np\.matmul is not supported in kernels: acts on whole arrays"):
+        _binary(np.matmul).specialize(T.f32, T.f32)
