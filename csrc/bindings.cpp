@@ -326,7 +326,8 @@ PYBIND11_MODULE(_core, m) {
              return std::make_unique<FastMap>(arity, block_size, std::move(table), params_size, has_params);
            }),
            py::arg("arity"), py::arg("block_size"), py::arg("fields"), py::arg("params_size"), py::arg("has_params"))
-      .def("remember", &FastMap::remember, py::arg("inputs"), py::arg("out"), py::arg("kind"), py::arg("kernel"))
+      .def("remember", &FastMap::remember, py::arg("inputs"), py::arg("out"), py::arg("kind"), py::arg("kernel"),
+           py::arg("vector"))
       .def("remember_output", &FastMap::remember_output, py::arg("inputs"), py::arg("type"), py::arg("make"),
            py::arg("args"), py::arg("kwargs"));
   bind_planner(m);

@@ -80,14 +80,17 @@ FastMap::FastMap(int arity, uint32_t block_size, std::vector<ParamField> fields,
   for (ParamField& f : fields_) f.key = py::reinterpret_steal<py::object>(PyUnicode_InternFromString(f.name.c_str()));
 }
 
-void FastMap::remember(const std::string& inputs, char out, const std::string& kind, const Kernel& kernel) {
+void FastMap::remember(const std::string& inputs, char out, const std::string& kind, const Kernel& kernel,
+                       uint32_t vector) {
   const Context* ctx = kernel.context();
   if (!ctx) return;
   char code = 0;
   for (plan::Entry e : {plan::Entry::inplace, plan::Entry::map, plan::Entry::strided})
     if (kind == plan::entry_name(e)) code = char(e);
   if (!code) throw py::value_error("remember: kind is 'inplace', 'map' or 'strided', not '" + kind + "'");
-  Launch entry{inputs + out + code, ctx->kind(), ctx->ordinal(), std::make_shared<Kernel>(kernel)};
+  const plan::GridRule grid =
+      plan::grid_rule(ctx->kind() != BackendKind::host, plan::Entry(code), vector, ctx->multiprocessors(), block_size_);
+  Launch entry{inputs + out + code, ctx->kind(), ctx->ordinal(), std::make_shared<Kernel>(kernel), grid};
   auto same = [&](const Launch& l) {
     return l.signature == entry.signature && l.kind == entry.kind && l.ordinal == entry.ordinal;
   };
@@ -282,7 +285,7 @@ void FastMap::launch(const Launch& found, const ArrayView* inputs, const ArrayVi
   pass(&n, sizeof n);
   if (!strides.empty()) pass(strides.data(), strides.size());
   if (has_params_) pass(const_cast<char*>(params), params_size_);
-  const Dim3 grid{plan::grid_blocks(n, block_size_), 1, 1};
+  const Dim3 grid{found.grid.blocks(n, block_size_), 1, 1};
   const Dim3 block{block_size_, 1, 1};
   // A GPU launch is queued on the arrays' stream and returns; the host runs it now.
   const bool host = out.kind() == BackendKind::host;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "planner.h"
 #include "runtime.h"
 
 namespace gompute {
@@ -32,8 +33,9 @@ class FastMap {
 
   // Remembers the kernel for a call signature on the kernel's device: the input format
   // characters, the output's, and the entry kind ("inplace": the single input is the
-  // output; "map": inputs then output; "strided").
-  void remember(const std::string& inputs, char out, const std::string& kind, const Kernel& kernel);
+  // output; "map": inputs then output; "strided"), whose threads take `vector` elements a
+  // pass when it is a contiguous GPU entry.
+  void remember(const std::string& inputs, char out, const std::string& kind, const Kernel& kernel, uint32_t vector);
   // Remembers how a call of these inputs with no `out=`, its first array of `type`, makes
   // its result: `make(shape, *args, **kwargs)`, a new array of that library.
   void remember_output(const std::string& inputs, pybind11::object type, pybind11::object make,
@@ -49,6 +51,7 @@ class FastMap {
     BackendKind kind;  // the kernel's device
     int ordinal;
     std::shared_ptr<Kernel> kernel;
+    plan::GridRule grid;
   };
   struct Maker {
     std::string inputs;

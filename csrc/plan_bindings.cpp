@@ -55,8 +55,9 @@ void check_dims(const Arrays& arrays) {
                                           " dimensions: g.map takes at most " + std::to_string(plan::kMaxDims));
 }
 
-// (kind, grid blocks, strides argument or None) for `out` and the inputs broadcast to it.
-py::tuple plan_launch(const std::vector<const Buffer*>& inputs, const Buffer& out, uint32_t block) {
+// (kind, grid blocks, strides argument or None) for `out` and the inputs broadcast to it, by
+// blocks of `block` threads that take `vector` elements a pass in a contiguous GPU entry.
+py::tuple plan_launch(const std::vector<const Buffer*>& inputs, const Buffer& out, uint32_t block, uint32_t vector) {
   std::vector<const Buffer*> all(inputs);
   all.push_back(&out);
   const Arrays arrays(all);
@@ -78,8 +79,10 @@ py::tuple plan_launch(const std::vector<const Buffer*>& inputs, const Buffer& ou
         raise(ErrorKind::ArgumentError, "an array's strides are not whole elements of its type");
     }
   }
-  const uint64_t n = uint64_t(o.count());
-  return py::make_tuple(plan::entry_name(kind), plan::grid_blocks(n, block), strides);
+  const Context& ctx = *out.context();
+  const plan::GridRule grid =
+      plan::grid_rule(ctx.kind() != BackendKind::host, kind, vector, ctx.multiprocessors(), block);
+  return py::make_tuple(plan::entry_name(kind), grid.blocks(uint64_t(o.count()), block), strides);
 }
 
 }  // namespace
@@ -126,8 +129,9 @@ void bind_planner(py::module_& m) {
       },
       py::arg("inputs"), py::arg("out"),
       "The inputs whose bytes meet out's without being its very view (they may still interleave).");
-  m.def("plan_launch", plan_launch, py::arg("inputs"), py::arg("out"), py::arg("block_size"),
-        "(entry kind, grid blocks, the strided entry's strides argument or None) for a launch into out.");
+  m.def("plan_launch", plan_launch, py::arg("inputs"), py::arg("out"), py::arg("block_size"), py::arg("vector") = 1,
+        "(entry kind, grid blocks, the strided entry's strides argument or None) for a launch into out, whose "
+        "contiguous entries take `vector` elements a thread a pass on a GPU.");
 }
 
 }  // namespace gompute

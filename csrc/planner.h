@@ -111,4 +111,28 @@ inline uint32_t grid_blocks(uint64_t n, uint32_t block, uint32_t per_thread = 1,
   return uint32_t(std::min<uint64_t>(most != 0 ? std::min(blocks, most) : blocks, 0x7fffffff));
 }
 
+// The threads of a contiguous entry one SM holds at once: 48 warps, by the registers on sm_80
+// and sm_90 and by the warp limit on sm_86, sm_89 and sm_12x (docs/gpu_launch.md), and the
+// rounds of them a grid is bounded to.
+constexpr uint32_t kResidentThreads = 1536;
+constexpr uint64_t kResidentRounds = 4;
+
+// How a launch's grid is sized on one device; both of g.map's paths ask grid_rule, once per
+// signature.
+struct GridRule {
+  uint32_t per_thread = 1;
+  uint64_t most = 0;
+  uint32_t blocks(uint64_t n, uint32_t block) const { return grid_blocks(n, block, per_thread, most); }
+};
+
+// On a GPU, a contiguous entry's `vector` elements a thread (a strided entry's 1) and at most
+// kResidentRounds rounds of the blocks `sms` SMs hold (no bound when the count is unknown, 0);
+// on the host, one element a thread and no bound: its grid is how its pool splits the work.
+inline GridRule grid_rule(bool gpu, Entry kind, uint32_t vector, int sms, uint32_t block) {
+  if (!gpu) return {};
+  const uint64_t resident = std::max<uint32_t>(kResidentThreads / std::max<uint32_t>(block, 1), 1);
+  const uint32_t per_thread = kind == Entry::strided ? 1u : std::max<uint32_t>(vector, 1);
+  return {per_thread, uint64_t(std::max(sms, 0)) * resident * kResidentRounds};
+}
+
 }  // namespace gompute::plan

@@ -46,6 +46,13 @@ class Context : public std::enable_shared_from_this<Context> {
   int ordinal() const { return ordinal_; }
   std::string describe() const;  // "cuda:0"
   bool alive() const { return alive_.load(); }
+  // SMs or compute units (the host: worker threads), asked of the driver once: a launch sizes
+  // its grid by them.
+  int multiprocessors() const {
+    int n = multiprocessors_.load(std::memory_order_relaxed);
+    if (n < 0) multiprocessors_.store(n = drv_.device_info(ordinal_).multiprocessors, std::memory_order_relaxed);
+    return n;
+  }
 
   // Checks the context is alive and current on the calling thread.
   void enter();
@@ -69,6 +76,7 @@ class Context : public std::enable_shared_from_this<Context> {
   uint64_t id_;  // unique per process, unlike addresses
   ContextHandle handle_ = nullptr;
   std::atomic<bool> alive_{true};
+  mutable std::atomic<int> multiprocessors_{-1};
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<ModuleState>> modules_;  // image bytes -> module
   std::mutex release_mu_;

@@ -21,6 +21,7 @@ from .dim3 import Dim3
 from .errors import AllocFailed, ArgumentError, CompileError
 from .interface import arg
 from .interop import asbuffer, describe, is_jax, library_of, stream_handle
+from .lang.entries import vector_elements
 from .lang.kernel import MapKernel
 from .runtime import _compute
 from .runtime.dynamic import _check_backend
@@ -67,6 +68,11 @@ class BoundKernel:
             image = self.kernel.image_of(spec, self.backend.value, self._arch)
             found = self._launchers[key] = self.compute.load_module(image.data).get_kernel(entry.symbol)
         return found
+
+    def vector(self, in_storage: tuple, out_storage) -> int:
+        """Elements a thread of the contiguous GPU entries takes a pass (both read and write the
+        same storage types, so "inplace" takes what "map" does)."""
+        return vector_elements(self.kernel.variant(in_storage, out_storage).entry("map"))
 
     def __repr__(self) -> str:
         return f"<BoundKernel {self.kernel.name} on {self.backend}:{self.compute.ordinal}>"
@@ -129,16 +135,17 @@ class AutoKernel(_core.FastMap):
     def __dask_tokenize__(self) -> tuple:
         return ("gompute.map", self.kernel.__dask_tokenize__())
 
-    def learn(self, inputs, out: _core.Buffer, kind: str, core: _core.Kernel, first, make) -> None:
-        """Lets the C++ path take later calls like this one (same dtypes, entry kind, device),
-        and, when this call made its output with `make(shape)`, make theirs the same way for a
-        first array of `first`'s type (a `_Maker`)."""
+    def learn(self, inputs, out: _core.Buffer, kind: str, core: _core.Kernel, vector: int, first, make) -> None:
+        """Lets the C++ path take later calls like this one (same dtypes, entry kind, device, and
+        `vector` elements a thread a pass in a contiguous GPU entry), and, when this call made its
+        output with `make(shape)`, make theirs the same way for a first array of `first`'s type
+        (a `_Maker`)."""
         if any(b.dtype not in _FORMATS for b in (*inputs, out)):
             return  # bf16 has no buffer-protocol format: the C++ path can't name it
         signature = "".join(_FORMATS[b.dtype] for b in inputs)
         key = (signature, _FORMATS[out.dtype], kind, out.backend, out.device)
         if key not in self._learned:  # calls the C++ path can't take come back here every time
-            self.remember(signature, key[1], kind, core)
+            self.remember(signature, key[1], kind, core, vector)
             self._learned.add(key)
         if make is not None and (signature, type(first), out.backend, out.device) not in self._learned:
             self.remember_output(signature, type(first), make.fn, make.args, make.kwargs)
@@ -385,9 +392,10 @@ class _Call:
         return None
 
     def _launch(self, bound: BoundKernel, inputs, out, packed, stream) -> None:
-        block = self.kernel.block_size
-        kind, blocks, strides = _core.plan_launch(inputs, out, block)
-        core = bound.launcher(tuple(b.dtype for b in inputs), out.dtype, kind)
+        block, in_storage = self.kernel.block_size, tuple(b.dtype for b in inputs)
+        vector = bound.vector(in_storage, out.dtype)
+        kind, blocks, strides = _core.plan_launch(inputs, out, block, vector)
+        core = bound.launcher(in_storage, out.dtype, kind)
         pointers = [out.arg_ptr()] if kind == "inplace" else [b.arg_ptr() for b in (*inputs, out)]
         args = [*pointers, arg(u64(out.size))]
         if strides is not None:
@@ -406,7 +414,7 @@ class _Call:
             if isinstance(self.out, _core.Buffer) and self.out is not out:  # an untyped out= got a typed view
                 self.out.stream = stream
         if self.auto is not None:
-            self.auto.learn(inputs, out, kind, core, self.arrays[0], self.make)
+            self.auto.learn(inputs, out, kind, core, vector, self.arrays[0], self.make)
 
 
 # Buffer-protocol formats of the types the fast path reads (bf16 has none).
