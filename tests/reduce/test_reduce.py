@@ -3,8 +3,12 @@ transposed and broadcast inputs, out=, on NumPy arrays, torch CPU tensors and Bu
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gompute as g
 
@@ -244,3 +248,23 @@ def test_results_do_not_depend_on_the_thread_count(tmp_path):
         done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
         outs.append(done.stdout)
     assert outs[0] == outs[1] == outs[2]
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_any_layout_and_axes_match_numpy(data):
+    """Random shapes, views (transposed, sliced, reversed, broadcast) and axis sets."""
+    ndim = data.draw(st.integers(1, 4))
+    shape = data.draw(st.lists(st.integers(0, 6), min_size=ndim, max_size=ndim))
+    base = np.arange(1, math.prod(s * 2 for s in shape) + 1, dtype=np.float64).reshape([s * 2 for s in shape])
+    x = base[tuple(slice(None, None, data.draw(st.sampled_from([1, 2, -1, -2]))) for _ in shape)]
+    x = x[tuple(slice(0, s) for s in shape)]
+    x = np.transpose(x, data.draw(st.permutations(range(ndim))))
+    if data.draw(st.booleans()):
+        x = np.broadcast_to(x, (3, *x.shape))
+    axes = data.draw(st.lists(st.integers(-x.ndim, x.ndim - 1), unique_by=lambda a: a % x.ndim, max_size=x.ndim))
+    axis = None if data.draw(st.booleans()) else tuple(axes)
+    keepdims = data.draw(st.booleans())
+    np.testing.assert_array_equal(
+        g.reduce(K.total)(x, axis=axis, keepdims=keepdims), np.sum(x, axis=axis, keepdims=keepdims)
+    )
