@@ -278,7 +278,7 @@ class ReduceKernel:
 
     def source(self, backend="host", *types: ScalarType) -> str:
         """The generated C++ module of this kernel for `backend` and input types `types`."""
-        return module_source([self.variant(types or tuple(self.annotations))], backend_name(backend))
+        return module_source([self.variant(self.map_part._check_types(types))], backend_name(backend))
 
     def image_of(self, spec: ReduceSpecialization, backend, arch: str | None = None):
         """The compiled image holding `spec`; a second call costs one dictionary lookup."""

@@ -268,3 +268,11 @@ def test_any_layout_and_axes_match_numpy(data):
     np.testing.assert_array_equal(
         g.reduce(K.total)(x, axis=axis, keepdims=keepdims), np.sum(x, axis=axis, keepdims=keepdims)
     )
+
+
+def test_jax_arrays_give_jax_arrays():
+    jnp = pytest.importorskip("jax.numpy")
+    x = _data((5, 12), np.float32)
+    got = g.reduce(K.sumsq)(jnp.asarray(x), axis=0)
+    assert type(got).__module__.startswith("jax") and got.shape == (12,)
+    _close(np.asarray(got), np.sum(x * x, axis=0))
