@@ -413,7 +413,7 @@ _T = (
     _op("power", "a, b", _binary("pow"), NUMBERS, "a ** b (np.pow is np.power; g.pow is `**` itself)"),
     _op("negative", "x", _negative, NUMBERS, "-x", no_bools=True),
     _op("positive", "x", _itself, NUMBERS, "+x", no_bools=True),
-    _op(("conjugate", "conj"), "x", _itself, NUMBERS, "x (a real number is its own conjugate)"),
+    _op(("conj", "conjugate"), "x", _itself, NUMBERS, "x (a real number is its own conjugate)"),
     _op("square", "x", _square, NUMBERS, "x * x"),
     _op(("invert", "bitwise_not", "bitwise_invert"), "x", _invert, INTEGERS, "~x"),
     _op("bitwise_and", "a, b", _binary("and"), INTEGERS, "a & b"),
@@ -487,9 +487,12 @@ def _result_doc(b: Builtin) -> str:
 # IEEE's (the quotient rounded to even), not np.remainder's floor modulo, so it is not one.
 PYTHON_ALIASES: dict[object, Builtin] = {np.where: BUILTINS["where"], np.clip: BUILTINS["clamp"]}
 PYTHON_ALIASES[np.round] = BUILTINS["round"]
-for _name in dir(np):
-    if isinstance(getattr(np, _name), np.ufunc) and _name in BUILTINS:
-        PYTHON_ALIASES[getattr(np, _name)] = BUILTINS[_name]
+# A ufunc NumPy names twice (np.abs is np.absolute) is the row's first name, which other tables
+# key by (complex_math.COMPLEX has "abs" and "conj").
+for _row in ROWS:
+    for _b in _row:
+        if isinstance(getattr(np, _b.name, None), np.ufunc):
+            PYTHON_ALIASES.setdefault(getattr(np, _b.name), _row[0])
 
 
 @dataclass(frozen=True, eq=False)
