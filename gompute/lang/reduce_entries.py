@@ -74,6 +74,15 @@ template <int N> GOMPUTE_FN void gompute_unravel(const int64_t* shape, const int
 template <int N> GOMPUTE_FN int64_t gompute_partial(const gompute_reduce_layout<N>& lay, int64_t i) {
   return i % lay.chunks * lay.kept_count + i / lay.chunks;
 }
+// Moves the kept index, and each array's offset, one result element on.
+template <int N> GOMPUTE_FN void gompute_next_kept(const gompute_reduce_layout<N>& lay, int64_t* idx, int64_t* at) {
+  for (int64_t d = lay.kept_ndim - 1; d >= 0; --d) {
+    for (int a = 0; a < N; ++a) at[a] += lay.kept[a][d];
+    if (++idx[d] < lay.kept_shape[d]) return;
+    for (int a = 0; a < N; ++a) at[a] -= idx[d] * lay.kept[a][d];
+    idx[d] = 0;
+  }
+}
 // Moves the reduced index n elements on, n no more than what is left of the innermost dimension.
 template <int N> GOMPUTE_FN void gompute_advance(const gompute_reduce_layout<N>& lay, int64_t* idx, int64_t* off,
                                                  int64_t n) {
@@ -211,6 +220,7 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
     p_decl = ", ".join(f"const {storage_ctype(t)}* p{k}" for k, t in enumerate(unit.in_storage))
     lay = _layout_type(unit)
     contiguous = " && ".join(f"lay.red[{k}][last] == 1" for k in range(n))
+    short = _value(unit, call_name, [f"in{k}[at[{k}] + k * lay.red[{k}][0]]" for k in range(n)])
     at = lambda k: f"in{k} + at[{k}] + off[{k}]"  # noqa: E731
     return [
         f"GOMPUTE_FN void {sym}_leaf({a}* v, {p_decl}, int64_t n{params}) {{",
@@ -235,13 +245,18 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
         f"    {sym}_push<{L}>(stack, depth, count, v);",
         "  }",
         "}",
-        "// Item i: the reduced elements [k0, k1) of result element i / chunks, one partial.",
-        f"GOMPUTE_ROWS {t} {sym}_row_item({', '.join(ins)}, const {lay}& lay, int64_t i{params}) {{",
-        "  const int64_t m = i / lay.chunks, k0 = i % lay.chunks * lay.chunk;",
+        "// Item i: the reduced elements [k0, k1) of the result element whose offsets are `at`, one partial.",
+        f"GOMPUTE_ROWS {t} {sym}_row_item({', '.join(ins)}, const {lay}& lay, int64_t i, const int64_t* at{params}) {{",
+        "  const int64_t k0 = i % lay.chunks * lay.chunk;",
         "  const int64_t k1 = k0 + lay.chunk < lay.red_count ? k0 + lay.chunk : lay.red_count;",
-        f"  int64_t at[{n + 1}], off[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
-        f"  gompute_unravel<{n + 1}>(lay.kept_shape, lay.kept, lay.kept_ndim, m, at, idx);",
-        f"  gompute_unravel<{n + 1}>(lay.red_shape, lay.red, lay.red_ndim, k0, off, idx);",
+        f"  if (lay.red_ndim == 1 && k1 - k0 <= {L}) {{  // a short row: in order, in the partial's type",
+        f"    {t} v = ({t}){unit.identity};",
+        "    for (int64_t k = k0; k < k1; ++k)",
+        f"      v = {sym}_tcomb(v, ({t}){short});",
+        "    return v;",
+        "  }",
+        f"  int64_t off[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
+        f"  gompute_unravel<{n + 1}>(lay.red_shape, lay.red, lay.red_ndim, k0, off, idx);"
         f"  {t} stack[{(ROW_LEAVES - 1).bit_length() + 2}][{L}];",
         "  int depth = 0;",
         "  uint64_t count = 0;",
@@ -333,7 +348,7 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
     pass_params = ", params" if unit.params_class is not None else ""
     inputs = ", ".join(f"in{k}" for k in range(n))
 
-    def first_pass(kind: str, items: str, body: str) -> list[str]:
+    def first_pass(kind: str, items: str, body: list[str]) -> list[str]:
         e = entries[kind]
         return [
             f"GOMPUTE_HOST_ARITY({e.symbol}, {e.arity});",
@@ -343,39 +358,55 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
             "  for (uint64_t b = launch->block_begin; b < launch->block_end; ++b) {",
             "    const int64_t first = (int64_t)b * layout.per_block;",
             "    const int64_t last = first + layout.per_block < items ? first + layout.per_block : items;",
-            f"    for (int64_t i = first; i < last; ++i) {body};",
+            *body,
             "  }",
             "}",
         ]
+
+    rows_body = [
+        "    if (first >= last) continue;",
+        "    // The result's offsets step along with the items (a result's items are consecutive).",
+        f"    int64_t at[{n + 1}], idx[GOMPUTE_MAX_NDIM], m = first / layout.chunks;",
+        f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m, at, idx);",
+        "    for (int64_t i = first; i < last; ++i) {",
+        "      if (i / layout.chunks != m) {",
+        "        gompute_next_kept(layout, idx, at);",
+        "        ++m;",
+        "      }",
+        f"      partials[gompute_partial(layout, i)] = {sym}_row_item({inputs}, layout, i, at{pass_params});",
+        "    }",
+    ]
+    columns_body = [
+        f"    for (int64_t i = first; i < last; ++i) {sym}_column_item({inputs}, partials, layout, i{pass_params});"
+    ]
 
     finish = entries["finish"]
     return [
         *_host_cascade(unit),
         *rows,
         *_host_columns(unit, structs, call_name),
-        *first_pass(
-            "rows",
-            "layout.kept_count * layout.chunks",
-            f"partials[gompute_partial(layout, i)] = {sym}_row_item({inputs}, layout, i{pass_params})",
-        ),
-        *first_pass("columns", _COLUMN_ITEMS, f"{sym}_column_item({inputs}, partials, layout, i{pass_params})"),
+        *first_pass("rows", "layout.kept_count * layout.chunks", rows_body),
+        *first_pass("columns", _COLUMN_ITEMS, columns_body),
         f"GOMPUTE_HOST_ARITY({finish.symbol}, {finish.arity});",
         f"GOMPUTE_HOST_KERNEL({finish.symbol}) {{",
         *_host_arg_lines(finish, structs, lay),
         "  const int64_t per = layout.finish_per_block;",
         "  for (uint64_t b = launch->block_begin; b < launch->block_end; ++b) {",
         "    const int64_t first = (int64_t)b * per, end = first + per;",
-        "    for (int64_t m = first; m < (end < layout.kept_count ? end : layout.kept_count); ++m) {",
-        f"      {t} stack[64][1], v[1];",
-        "      int depth = 0;",
-        "      uint64_t count = 0;",
-        "      for (int64_t c = 0; c < layout.chunks; ++c) {",
-        f"        {sym}_push<1>(stack, depth, count, partials + c * layout.kept_count + m);",
+        f"    int64_t at[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
+        f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, first, at, idx);",
+        "    for (int64_t m = first; m < (end < layout.kept_count ? end : layout.kept_count); ++m) {"
+        f"      {t} v[1] = {{layout.chunks == 1 ? partials[m] : ({t}){unit.identity}}};",
+        "      if (layout.chunks > 1) {  // pairwise; one partial is the result as it is",
+        f"        {t} stack[64][1];",
+        "        int depth = 0;",
+        "        uint64_t count = 0;",
+        "        for (int64_t c = 0; c < layout.chunks; ++c)",
+        f"          {sym}_push<1>(stack, depth, count, partials + c * layout.kept_count + m);",
+        f"        {sym}_fold<1>(stack, depth, v);",
         "      }",
-        f"      {sym}_fold<1>(stack, depth, v);",
-        f"      int64_t at[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
-        f"      gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m, at, idx);",
         f"      {store_result(unit, f'out[at[{n}]]', 'v[0]')}",
+        "      gompute_next_kept(layout, idx, at);",
         "    }",
         "  }",
         "}",

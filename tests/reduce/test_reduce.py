@@ -117,7 +117,15 @@ def test_strided_transposed_and_broadcast_inputs(view, axis):
 
 @pytest.mark.parametrize(
     ("shape", "axis"),
-    [((3000, 70), 0), ((3000, 70), 1), ((70, 3000), 0), ((70, 3000), 1), ((2, 300000), None), ((40, 9, 700), (0, 2))],
+    [
+        ((3000, 70), 0),
+        ((3000, 70), 1),
+        ((70, 3000), 0),
+        ((70, 3000), 1),
+        ((2, 300000), None),
+        ((40, 9, 700), (0, 2)),
+        ((3, 2, 300000), -1),
+    ],
 )
 def test_large_rows_and_columns_span_many_items(shape, axis):
     x = _data(shape, np.float64)
