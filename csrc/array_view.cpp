@@ -94,10 +94,12 @@ void ArrayView::from_buffer(PyObject* obj, bool writable) {
         set_layout(layout->shape.data(), layout->strides.data(), 1, int(layout->shape.size()));
 }
 
-// The struct-module format of a native scalar as one character ('l' folded into 'q').
+// The struct-module format of a native scalar as one character ('l' folded into 'q'; complex
+// 'Zf' and 'Zd' as NumPy's type characters 'F' and 'D').
 char ArrayView::format_char(const Py_buffer& v) {
   const char* f = v.format ? v.format : "B";
   if (*f == '=' || *f == '@') ++f;
+  if (f[0] == 'Z' && (f[1] == 'f' || f[1] == 'd') && !f[2]) return f[1] == 'f' ? 'F' : 'D';
   if (!f[0] || f[1]) return 0;
   switch (f[0]) {
     case 'l': return v.itemsize == 8 ? 'q' : 'i';
@@ -116,6 +118,7 @@ char ArrayView::dlpack_format(const DLDataType& t) {
     case kDLInt: return b == 8 ? 'b' : b == 16 ? 'h' : b == 32 ? 'i' : b == 64 ? 'q' : 0;
     case kDLUInt: return b == 8 ? 'B' : b == 16 ? 'H' : b == 32 ? 'I' : b == 64 ? 'Q' : 0;
     case kDLFloat: return b == 16 ? 'e' : b == 32 ? 'f' : b == 64 ? 'd' : 0;
+    case kDLComplex: return b == 64 ? 'F' : b == 128 ? 'D' : 0;
   }
   return 0;
 }
@@ -131,6 +134,19 @@ char ArrayView::typestr_format(const char* t) {
     case 'i': return size == 1 ? 'b' : size == 2 ? 'h' : size == 4 ? 'i' : size == 8 ? 'q' : 0;
     case 'u': return size == 1 ? 'B' : size == 2 ? 'H' : size == 4 ? 'I' : size == 8 ? 'Q' : 0;
     case 'f': return size == 2 ? 'e' : size == 4 ? 'f' : size == 8 ? 'd' : 0;
+    case 'c': return size == 8 ? 'F' : size == 16 ? 'D' : 0;
+  }
+  return 0;
+}
+
+// The bytes of an element of format `f` (a format this file gives).
+Py_ssize_t ArrayView::format_size(char f) {
+  switch (f) {
+    case '?': case 'b': case 'B': return 1;
+    case 'e': case 'h': case 'H': return 2;
+    case 'i': case 'I': case 'f': return 4;
+    case 'd': case 'q': case 'Q': case 'F': return 8;
+    case 'D': return 16;
   }
   return 0;
 }
@@ -265,10 +281,7 @@ bool ArrayView::from_cuda_array_interface(PyObject* obj, bool writable) {
     PyErr_Clear();  // stream 0 is against the protocol: the general path says so
     return true;
   }
-  itemsize_ = format_ == '?' || format_ == 'b' || format_ == 'B' ? 1
-              : format_ == 'e' || format_ == 'h' || format_ == 'H' ? 2
-              : format_ == 'd' || format_ == 'q' || format_ == 'Q' ? 8
-                                                                   : 4;
+  itemsize_ = format_size(format_);
   int64_t extents[kMaxDims], steps[kMaxDims];
   for (Py_ssize_t i = 0; i < ndim; ++i) extents[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, i));
   const bool strided = strides && strides != Py_None;

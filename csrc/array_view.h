@@ -84,6 +84,7 @@ class ArrayView {
   static char format_char(const Py_buffer& v);
   static char dlpack_format(const DLDataType& t);
   static char typestr_format(const char* typestr);
+  static Py_ssize_t format_size(char format);
   void read(PyObject* obj, bool writable);
   void read_buffer_protocol(PyObject* obj, bool writable);
   void from_buffer(PyObject* obj, bool writable);

@@ -28,8 +28,34 @@ constexpr uint64_t kKeepGilElements = 16384;
 
 namespace {
 
+// A complex field: two floats or doubles, the real part first (cuComplex's layout), from a
+// Python complex, float or int as complex() reads it; false for a part past f32's range (the
+// general path says whether it rounds or overflows) and for other types.
+bool pack_complex(const ParamField& f, PyObject* value, char* dst) {
+  Py_complex z{0.0, 0.0};
+  if (PyComplex_Check(value))
+    z = PyComplex_AsCComplex(value);
+  else if (PyFloat_Check(value) || PyLong_Check(value))
+    z.real = PyFloat_AsDouble(value);
+  else
+    return false;
+  if (PyErr_Occurred()) return false;
+  if (f.bits == 128) {
+    const double parts[2] = {z.real, z.imag};
+    std::memcpy(dst, parts, sizeof parts);
+    return true;
+  }
+  if (f.bits != 64) return false;
+  for (double part : {z.real, z.imag})
+    if (std::isfinite(part) && std::fabs(part) > std::numeric_limits<float>::max()) return false;
+  const float parts[2] = {float(z.real), float(z.imag)};
+  std::memcpy(dst, parts, sizeof parts);
+  return true;
+}
+
 // Writes `value` as the field's type at `dst`; false if it is not exactly representable.
 bool pack_field(const ParamField& f, PyObject* value, char* dst) {
+  if (f.kind == 'c') return pack_complex(f, value, dst);
   if (f.kind == 'e') {  // f16, rounded once from the double as NumPy does
     double d = PyFloat_AsDouble(value);
     if ((d == -1.0 && PyErr_Occurred()) || (std::isfinite(d) && std::fabs(d) > 65504.0)) return false;

@@ -12,7 +12,7 @@
 
 namespace gompute {
 
-// One params field as the fast path packs it: kind 'i', 'u', 'f', 'b' or 'e' (f16).
+// One params field as the fast path packs it: kind 'i', 'u', 'f', 'c', 'b' or 'e' (f16).
 struct ParamField {
   std::string name;
   pybind11::object key;  // the name as an interned str, for dict lookups without a conversion

@@ -417,7 +417,8 @@ class _Call:
             self.auto.learn(inputs, out, kind, core, vector, self.arrays[0], self.make)
 
 
-# Buffer-protocol formats of the types the fast path reads (bf16 has none).
+# The format characters the fast path keys a call's types on (csrc/array_view.cpp): the buffer
+# protocol's, and NumPy's type characters for complex (bf16 has none).
 _FORMATS = {
     types.bool_: "?",
     types.i8: "b",
@@ -431,6 +432,8 @@ _FORMATS = {
     types.f16: "e",
     types.f32: "f",
     types.f64: "d",
+    types.c64: "F",
+    types.c128: "D",
 }
 
 

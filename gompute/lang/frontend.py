@@ -372,7 +372,6 @@ def check_signature(src: Source):
         if is_params_class(annotation):
             if params_class is not None:
                 raise src.error(node, "a kernel takes at most one params struct")
-            _refuse_complex_fields(src, node, annotation)
             params_name, params_class = name, annotation
         elif params_class is not None:
             raise src.error(node, "the params struct must be the last parameter")
@@ -385,18 +384,6 @@ def check_signature(src: Source):
                 f"g.Params subclass, not {annotation!r}",
             )
     return arrays, params_name, params_class
-
-
-def _refuse_complex_fields(src: Source, node: ast.AST, params_class) -> None:
-    """Complex params fields are refused until the launch fast path (csrc/dispatch.cpp, pack_field)
-    packs them or hands them to abi.pack; it would write a Python int into one as an integer."""
-    names = [f.name for f in params_class.__fields__ if f.type.kind == "c"]
-    if names:
-        raise src.error(
-            node,
-            f"{params_class.__name__}.{names[0]}: params fields of complex type are not supported; "
-            "pass the real and imaginary parts as two float fields and make the value with g.c64(re, im)",
-        )
 
 
 def _refuse_generator(src: Source) -> None:

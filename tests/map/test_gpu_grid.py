@@ -106,7 +106,7 @@ print(json.dumps(report))
 
 # (dtype, n, offset in elements, step): contiguous arrays of each vector width, lengths that are
 # whole vectors and not, past the grid's bound (f32), a view that starts off a vector, a
-# strided one.
+# strided one, and complex arrays, whose entries stay scalar.
 CASES = [
     ("f32", 1, 0, 1),
     ("f32", 3, 0, 1),
@@ -122,8 +122,10 @@ CASES = [
     ("u8", 4097, 5, 1),
     ("f64", 1001, 0, 1),
     ("f64", 1_000_000, 1, 1),
+    ("c64", 1001, 0, 1),
+    ("c128", 999, 1, 1),
 ]
-VECTOR = {"f32": 4, "f16": 8, "u8": 16, "f64": 2}  # 16 bytes of each
+VECTOR = {"f32": 4, "f16": 8, "u8": 16, "f64": 2, "c64": 1, "c128": 1}  # 16 bytes of each; complex: scalar
 
 
 @pytest.fixture(scope="module")
