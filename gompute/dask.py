@@ -19,6 +19,7 @@ import numpy as np
 
 from .errors import ArgumentError
 from .lang.kernel import MapKernel
+from .lang.reduce_kernel import ReduceKernel
 from .types import from_dtype
 
 
@@ -51,11 +52,11 @@ def lazy_map(call, kernel: MapKernel, arrays, params: dict):
     return da.blockwise(fn, tuple(range(ndim))[::-1], *pairs, token=kernel.name, dtype=meta.dtype, meta=meta)
 
 
-def lazy_reduce(call, kernel, arrays, axis, keepdims: bool, params: dict):
+def lazy_reduce(call, fold, kernel, arrays, axis, keepdims: bool, params: dict):
     """The Dask array of `call(array, axis=axis, keepdims=keepdims, **params)`, `call` being
-    `g.reduce(kernel)` or a device-bound one: Dask's own `reduction`, whose chunk step is the call
-    on each chunk and whose combine and aggregate steps fold the chunks' results with the kernel's
-    combine alone."""
+    `g.reduce(kernel)`: Dask's own `reduction`, whose chunk step is the call on each chunk and
+    whose combine and aggregate steps are `fold`, `g.reduce(combiner(kernel))`, over the chunks'
+    results."""
     import dask.array as da
     from dask.array.utils import meta_from_array
 
@@ -68,12 +69,12 @@ def lazy_reduce(call, kernel, arrays, axis, keepdims: bool, params: dict):
     result = kernel.variant((from_dtype(x.dtype),)).result
     if result.dtype is None:
         raise ArgumentError(f"{kernel.name} reduces to {result.name}, which NumPy (and so Dask) has no dtype for")
-    fold = functools.partial(_fold, kernel)
+    step = functools.partial(_fold, fold)
     return da.reduction(
         x,
         functools.partial(_chunk, call, params),
-        fold,
-        combine=fold,
+        step,
+        combine=step,
         axis=axis,
         keepdims=keepdims,
         dtype=result.dtype,
@@ -87,11 +88,8 @@ def _chunk(call, params, chunk, axis, keepdims):
     return call(chunk, axis=axis, keepdims=keepdims, **params)
 
 
-def _fold(kernel, partials, axis, keepdims):
-    """The kernel's combine over its partial results (Dask's combine and aggregate steps)."""
-    from .reduce import reduce
-
-    return reduce(_combiner(kernel))(partials, axis=axis, keepdims=keepdims)
+def _fold(fold, partials, axis, keepdims):
+    return fold(partials, axis=axis, keepdims=keepdims)
 
 
 def combined(x):
@@ -99,12 +97,10 @@ def combined(x):
     return x
 
 
-def _combiner(kernel):
-    """A reduction kernel with `kernel`'s combine and identity over its results, kept on it."""
+def combiner(kernel):
+    """A reduction kernel of `kernel`'s combine and identity over its results, kept on it."""
     found = kernel.__dict__.get("_combiner")
     if found is None:
-        from .lang.reduce_kernel import ReduceKernel
-
         found = ReduceKernel(combined, kernel.identity, kernel.combine, kernel.block_size)
         found.numpy_rules = False  # partials accumulate in their own type: they are the results
         kernel._combiner = found

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _core
 from .backend import Backend
-from .dask import holds_dask_array
+from .dask import combiner, holds_dask_array, lazy_reduce
 from .dim3 import Dim3
 from .errors import ArgumentError
 from .interface import arg
@@ -141,9 +141,8 @@ class _ReduceCall(_Call):
             raise ArgumentError(self._arity_message().replace("g.map(", "g.reduce("))
         packed = self._pack_params()
         if holds_dask_array((*self.arrays, self.out)):
-            from .dask import lazy_reduce
-
-            return lazy_reduce(self.auto, k, self.arrays, self.axis, self.keepdims, self._dask_checked())
+            fold = reduce(combiner(k))
+            return lazy_reduce(self.auto, fold, k, self.arrays, self.axis, self.keepdims, self._dask_checked())
         wanted = self._wanted_stream()
         inputs = self.inputs = [self._import(a, wanted) for a in self.arrays]
         given = None if self.out is None else self._import_out(inputs, wanted)
