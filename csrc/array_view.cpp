@@ -192,7 +192,27 @@ bool exportable(PyObject* tensor, bool complex) {
   return ok;
 }
 
+// The stream a launch on `t` goes on: the table's current stream on t's device (null: the
+// default stream); false, with the Python error cleared, when the table fails.
+bool work_stream(const DLPackExchangeAPI* api, const DLTensor& t, void*& stream) {
+  stream = nullptr;
+  if (api->current_work_stream(t.device.device_type, t.device.device_id, &stream) == 0) return true;
+  PyErr_Clear();
+  return false;
+}
+
 }  // namespace
+
+py::object current_work_stream(PyObject* obj) {
+  const DLPackExchangeAPI* api = exchange_api(Py_TYPE(obj));
+  DLTensor t;
+  void* stream = nullptr;
+  if (!api || api->dltensor_from_py_object_no_sync(obj, &t) != 0 || !work_stream(api, t, stream)) {
+    PyErr_Clear();
+    return py::none();
+  }
+  return py::int_(reinterpret_cast<uintptr_t>(stream));
+}
 
 // A PyTorch tensor, on the CPU or a GPU, through the DLPack exchange table its type carries:
 // one C call fills a DLTensor in place and another gives torch's current stream on the
@@ -210,11 +230,8 @@ void ArrayView::from_tensor(PyObject* tensor, bool writable) {
   if (!exportable(tensor, t.dtype.code == kDLComplex)) return;
   const DLDeviceType device = t.device.device_type;
   if (device == kDLCUDA || device == kDLROCM) {
-    void* stream = nullptr;
-    if (api->current_work_stream(device, t.device.device_id, &stream) != 0) {
-      PyErr_Clear();
-      return;
-    }
+    void* stream;
+    if (!work_stream(api, t, stream)) return;
     kind_ = device == kDLCUDA ? BackendKind::cuda : BackendKind::hip;
     ordinal_ = t.device.device_id;
     has_stream_ = true;

@@ -145,6 +145,12 @@ class ArrayView {
   void set_data(const void* p) { data_ = reinterpret_cast<uintptr_t>(p); }
 };
 
+// The current stream of `obj`'s framework on obj's device, asked as the fast path asks it for a
+// tensor it reads (a handle; 0 for the default stream), or None when obj's type carries no
+// DLPack exchange table this reads or the table does not answer: the general path then asks
+// the framework's own API, and launches where the fast path would.
+pybind11::object current_work_stream(PyObject* obj);
+
 // Tells the fast path which Python type is _core.Buffer (bindings.cpp, at import), so it
 // reads Buffers in place rather than through a protocol.
 void set_fast_path_buffer_type(PyTypeObject* type);

@@ -441,6 +441,9 @@ PYBIND11_MODULE(_core, m) {
       });
   auto* buffer_type = reinterpret_cast<PyTypeObject*>(m.attr("Buffer").ptr());  // the module keeps it
   set_fast_path_buffer_type(buffer_type);
+  m.def("current_work_stream", [](py::handle obj) { return current_work_stream(obj.ptr()); }, py::arg("obj"),
+        "The stream g.map's C++ path launches on for a tensor read through its type's DLPack exchange table "
+        "(torch's current stream; 0 for the default one), or None where the type carries no such table.");
   pybind11_getbuffer = buffer_type->tp_as_buffer->bf_getbuffer;
   buffer_type->tp_as_buffer->bf_getbuffer = buffer_getbuffer;
 

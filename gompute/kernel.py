@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _core, abi, dlpack_exchange, types
+from . import _core, abi, types
 from .backend import Backend
 from .dask import holds_dask_array, lazy_map
 from .dim3 import Dim3
@@ -514,10 +514,9 @@ def _is_torch_tensor(obj) -> bool:
 
 
 def _torch_stream(tensor) -> int:
-    """torch's current stream on a GPU tensor's device, asked as the C++ path asks it: through
+    """torch's current stream on a GPU tensor's device, asked by the C++ path's own code, through
     the DLPack exchange table on the tensor's type (a torch without one: its Python API)."""
-    device_type, device_id = tensor.__dlpack_device__()
-    handle = dlpack_exchange.current_stream(tensor, device_type, device_id)
+    handle = _core.current_work_stream(tensor)
     if handle is None:
         import torch
 
