@@ -21,8 +21,9 @@ import numpy as np
 import torch
 
 from gompute.compile import build_image
-from gompute.dlpack_exchange import CAPSULE_NAME
 from tests.interop.dlpack_abi import DLDataType, DLDevice, DLTensor, capi
+
+CAPSULE_NAME = b"dlpack_exchange_api"  # the capsule name DLPack gives the exchange table
 
 KDL_CUDA = 2
 _CODES = {"i": 0, "u": 1, "f": 2, "b": 6}  # NumPy's kind -> DLPack's type code
