@@ -31,6 +31,7 @@ CUDA_TESTS = (
     "tests/map/test_gpu_paths.py",
     "tests/map/test_gpu_tuning.py",
     "tests/map/test_torch_cuda_path.py",
+    "tests/reduce/test_fake_cuda.py",
     "tests/runtime/test_cuda_adapter.py",
 )
 
