@@ -27,8 +27,16 @@ from .dask import combiner, holds_dask_array, lazy_reduce
 from .dim3 import Dim3
 from .errors import ArgumentError
 from .interface import arg
-from .interop import asbuffer, describe, is_jax, library_of
-from .kernel import _Call, _call_device, _check_overlap, _count_write, _output_maker, _target_arch
+from .interop import asbuffer, describe, is_jax
+from .kernel import (
+    _Call,
+    _call_device,
+    _check_overlap,
+    _count_write,
+    _is_torch_tensor,
+    _output_maker,
+    _target_arch,
+)
 from .lang.module import MAX_NDIM
 from .lang.reduce_entries import (
     COLUMN_ROWS,
@@ -207,7 +215,7 @@ class _ReduceCall(_Call):
         finish = bound.launcher(spec, "finish")
         args = [partials.arg_ptr(), out.arg_ptr(), plan.layout]
         finish.launch(plan.finish_grid, plan.block, 0, args, stream, wait=host)
-        if self.out is not None and library_of(self.out) == "torch":
+        if self.out is not None and _is_torch_tensor(self.out):  # a subclass's write counts too
             _count_write(self.out)
         if not host:
             out.stream = stream
