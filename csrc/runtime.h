@@ -307,7 +307,8 @@ class Kernel {
       const std::string handle = std::to_string(reinterpret_cast<uintptr_t>(stream));
       throw Error(e.kind(),
                   std::string(e.what()) + ": the arrays' stream " + handle +
-                      " (a __cuda_array_interface__ 'stream', or a Buffer's) is no stream of " + context()->describe(),
+                      " (a __cuda_array_interface__ 'stream', a Buffer's, or torch's current one) is no stream of " +
+                      context()->describe(),
                   e.code());
     }
   }

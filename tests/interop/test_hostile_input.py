@@ -254,7 +254,8 @@ cuda.synchronize()
     )
     assert lines[1].startswith("LaunchFailed: cuLaunchKernel: ")
     assert lines[1].endswith(
-        ": the arrays' stream 12345678 (a __cuda_array_interface__ 'stream', or a Buffer's) is no stream of cuda:0"
+        ": the arrays' stream 12345678 (a __cuda_array_interface__ 'stream', a Buffer's, or torch's current one) "
+        "is no stream of cuda:0"
     )
 
 
