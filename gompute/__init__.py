@@ -37,49 +37,10 @@ from .types import bf16, bool_, c64, c128, f16, f32, f64, i8, i16, i32, i64, u8,
 
 __version__ = "0.1.0"
 
-# The kernel language. Last: abs/min/max/round/pow shadow Python's builtins here.
+# The kernel language. Last: its builtins (abs, min, max, round, pow, ...) shadow Python's here.
 from . import lang
 from .aot import emit_kernels
 from .lang import Func, MapKernel, func, map_kernel
 from .lang.reduce_kernel import ReduceKernel, reduce_kernel
-from .lang.complex_math import angle, conj, imag, real
 from .raw import RawByName, RawKernel, raw_kernel_by_name
-from .lang.builtins import (  # noqa: A004 - the kernel language's builtins, as g.NAME
-    abs,
-    acos,
-    asin,
-    atan,
-    atan2,
-    ceil,
-    clamp,
-    copysign,
-    cos,
-    cosh,
-    erf,
-    erfc,
-    exp,
-    exp2,
-    expm1,
-    floor,
-    fma,
-    hypot,
-    isfinite,
-    isinf,
-    isnan,
-    log,
-    log1p,
-    log2,
-    log10,
-    max,
-    min,
-    pow,
-    round,
-    rsqrt,
-    sin,
-    sinh,
-    sqrt,
-    tan,
-    tanh,
-    trunc,
-    where,
-)
+from .lang.builtins import *  # noqa: F403 - the kernel language's builtins, as g.NAME

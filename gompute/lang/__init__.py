@@ -11,12 +11,10 @@ scalar types and `Params`, spelled as `import gompute as g` spells them.
 
 from ..abi import Params
 from ..types import bf16, bool_, c64, c128, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
-from .builtins import BUILTINS, Builtin, pow
-from .complex_math import angle, conj, imag, real
+from .builtins import *  # noqa: F403 - the builtins, as gompute.lang.NAME
+from .builtins import BUILTINS, Builtin
 from .kernel import Func, Image, MapKernel, func, map_kernel
 from .module import EntryArg, EntryPoint, Specialization
-
-globals().update(BUILTINS)
 
 __all__ = [
     "bool_",
@@ -34,10 +32,6 @@ __all__ = [
     "f64",
     "c64",
     "c128",
-    "real",
-    "imag",
-    "conj",
-    "angle",
     "Params",
     "map_kernel",
     "func",
@@ -49,6 +43,5 @@ __all__ = [
     "Specialization",
     "Builtin",
     "BUILTINS",
-    "pow",
     *BUILTINS,
 ]

@@ -9,6 +9,7 @@ names a helper each prelude defines), or, for the ufuncs behind Python's operato
 `g.sqrt` and friends are the `Builtin` objects below. Inside a kernel a NumPy ufunc (`np.sqrt`), and
 `np.where`, `np.clip` and `np.round`, are the builtin of the same meaning; Python's `abs`, `min`,
 `max`, `round`, `pow` and the `math` module's functions are too, typed as Python types them.
+Complex arguments take the entry complex_math keeps for the row (`g.exp(z)`, `g.add(z, w)`).
 
 Typing: a `g.`/`np.` builtin follows NumPy, so on Python numbers alone it gives what NumPy's ufunc
 gives, a NumPy scalar (`g.cos(3)` is a strong f64, as `np.cos(3)` is np.float64). A Python function
@@ -303,6 +304,19 @@ def _itself(fe, args, node):
     return args[0]
 
 
+def _zero(t: Type, a: list[str]) -> str:
+    from .codegen import literal  # codegen spells the IR this module builds: imported when spelling
+
+    return literal(0, t)
+
+
+def _angle_lower(fe, args, node):
+    """np.angle(x) of a real x is np.arctan2(0, x), the 0 a Python int (np.angle(bool) is f64)."""
+    loop = _search(FLOATS, [WEAK_INT, args[0].type])
+    zero = fe.convert(ir.Const(0, WEAK_INT), loop, node)
+    return ir.Call(BUILTINS["atan2"], [zero, fe.convert(args[0], loop, node)], loop)
+
+
 def _ldexp_lower(fe, args, node):
     """np.ldexp(x, n): x computes in its float loop, n is an integer exponent (not uint64)."""
     n = args[1].type
@@ -410,10 +424,14 @@ _T = (
     _op(("divide", "true_divide"), "a, b", _binary("truediv"), doc="a / b", shows="float"),
     _op("floor_divide", "a, b", _binary("floordiv"), NUMBERS, "a // b"),
     _op(("remainder", "mod"), "a, b", _binary("mod"), NUMBERS, "a % b"),
-    _op("power", "a, b", _binary("pow"), NUMBERS, "a ** b (np.pow is np.power; g.pow is `**` itself)"),
+    _op(("power", "pow"), "a, b", _binary("pow"), NUMBERS, "a ** b"),
     _op("negative", "x", _negative, NUMBERS, "-x", no_bools=True),
     _op("positive", "x", _itself, NUMBERS, "+x", no_bools=True),
-    _op(("conj", "conjugate"), "x", _itself, NUMBERS, "x (a real number is its own conjugate)"),
+    _op(("conj", "conjugate"), "x", _itself, NUMBERS, "complex conjugate; a real x itself"),
+    _entry("real", "x", SAME, _identity, True, "real part (also z.real); a real x itself"),
+    _entry("imag", "x", SAME, _zero, True, "imaginary part (also z.imag); 0 of x's type for a real x"),
+    _entry("angle", "x", FLOAT, None, doc="the argument of z, atan2(z.imag, z.real), in radians",
+           operator=_angle_lower, loops=OPERATOR_TYPED, shows="float"),
     _op("square", "x", _square, NUMBERS, "x * x"),
     _op(("invert", "bitwise_not", "bitwise_invert"), "x", _invert, INTEGERS, "~x"),
     _op("bitwise_and", "a, b", _binary("and"), INTEGERS, "a & b"),
@@ -435,6 +453,8 @@ _T = (
 # fmt: on
 ROWS: tuple[tuple[Builtin, ...], ...] = tuple(tuple(row) for row in _T)  # each row's names, for the docs
 BUILTINS: dict[str, Builtin] = {b.name: b for row in ROWS for b in row}
+# Each name's row, by the row's first name: what other tables key by (g.absolute is the row "abs").
+ROW_NAME: dict[str, str] = {b.name: row[0].name for row in ROWS for b in row}
 
 # NumPy ufuncs that are not builtins, and why (tests/lang/test_ufunc_walk.py walks np's namespace).
 UNSUPPORTED = {
@@ -452,14 +472,25 @@ UNSUPPORTED = {
 def markdown() -> str:
     """The builtins table of docs/kernels.md, made from the table above; a test checks that the two
     agree (`python -c "from gompute.lang.builtins import markdown; print(markdown())"`)."""
-    lines = ["| builtin | result | meaning |", "|---|---|---|"]
+    lines = ["| builtin | result | meaning | complex |", "|---|---|---|---|"]
     for row in ROWS:
         b = row[0]
         names = ", ".join([f"`{b.name}({b.signature})`", *(f"`{alias.name}`" for alias in row[1:])])
         note = _takes_doc(b)
-        lines.append(f"| {names} | {_result_doc(b)} | {b.doc}{f'; {note}' if note else ''} |")
-    lines.append("| `pow(a, b)` | promoted | `a ** b` itself, which refuses two bools (`power` is NumPy's) |")
+        lines.append(f"| {names} | {_result_doc(b)} | {b.doc}{f'; {note}' if note else ''} | {_complex_doc(b)} |")
     return "\n".join(lines) + "\n"
+
+
+def _complex_doc(b: Builtin) -> str:
+    """Whether the row takes complex arguments: yes, refused (where NumPy takes them), or blank."""
+    from . import complex_math  # which builds on this table
+
+    entry = complex_math.COMPLEX.get(b.name)
+    if b.rule == WHERE:  # picks between complex values as between real ones
+        return "yes"
+    if entry is None:
+        return "refused" if b.name in complex_math.REFUSED else ""
+    return "yes, its part type" if entry.rule == complex_math.PART else "yes"
 
 
 def _takes_doc(b: Builtin) -> str:
@@ -487,8 +518,9 @@ def _result_doc(b: Builtin) -> str:
 # IEEE's (the quotient rounded to even), not np.remainder's floor modulo, so it is not one.
 PYTHON_ALIASES: dict[object, Builtin] = {np.where: BUILTINS["where"], np.clip: BUILTINS["clamp"]}
 PYTHON_ALIASES[np.round] = BUILTINS["round"]
-# A ufunc NumPy names twice (np.abs is np.absolute) is the row's first name, which other tables
-# key by (complex_math.COMPLEX has "abs" and "conj").
+for _name in ("real", "imag", "angle"):  # NumPy's functions, not ufuncs
+    PYTHON_ALIASES[getattr(np, _name)] = BUILTINS[_name]
+# A ufunc NumPy names twice (np.abs is np.absolute) is the row's first name.
 for _row in ROWS:
     for _b in _row:
         if isinstance(getattr(np, _b.name, None), np.ufunc):
@@ -518,23 +550,11 @@ for _name in BUILTINS:
         PYTHON_ALIASES[getattr(math, _name)] = _python(getattr(math, _name), BUILTINS[_name])
 
 
-class PowBuiltin:
-    """`g.pow(a, b)`: the same as `a ** b`."""
-
-    name = "pow"
-
-    def __call__(self, *args):
-        from ..errors import CompileError
-
-        raise CompileError("g.pow is a kernel builtin; call it inside a @g.map_kernel or @g.func")
-
-    def __repr__(self) -> str:
-        return "g.pow"
-
-
-pow = PowBuiltin()  # noqa: A001 - g.pow is the name the language gives it
-PYTHON_ALIASES[_py.pow] = pow
-PYTHON_ALIASES[math.pow] = pow
+# Python's pow is `**` (as `pow(x, y)` is `x ** y` on NumPy arrays), which refuses two bools where
+# np.power computes them in int8.
+PYTHON_ALIASES[_py.pow] = _python(
+    _py.pow, Builtin("pow", 2, 2, SAME, None, True, loops=OPERATOR_TYPED, operator=_binary("pow"))
+)
 
 globals().update(BUILTINS)
-__all__ = sorted([*BUILTINS, "pow", "Builtin", "BUILTINS"])
+__all__ = sorted(BUILTINS)  # g.NAME, gompute.lang.NAME: the builtins and nothing else

@@ -12,7 +12,7 @@ import numpy as np
 from .. import types as T
 from ..types import Scalar, ScalarType, _bf16_bits
 from . import complex_math, ir
-from .builtins import PYTHON_ALIASES, WHERE, Builtin, PowBuiltin
+from .builtins import BUILTINS, PYTHON_ALIASES, WHERE, Builtin
 from .typing_rules import (
     WEAK_BOOL,
     WEAK_COMPLEX,
@@ -182,7 +182,7 @@ class ExprLowering:
     def _part(self, node: ast.Attribute):
         """`z.real`, `z.imag`: as np.real(z) and np.imag(z), for real values too (x.imag is 0)."""
         value = yield node.value
-        return self.builtin(complex_math.OWN[node.attr], [value], node)
+        return self.builtin(BUILTINS[node.attr], [value], node)
 
     def field(self, param: str, name: str, node: ast.AST) -> ir.Expr:
         for f in self.params_class.__fields__:
@@ -332,7 +332,7 @@ class ExprLowering:
             return ir.Const(outside, T.bool_)
         t = promote(left.type, right.type)
         if op in _ORDERING and is_complex(t):
-            raise self.src.error(node, _NO_ORDER.format(what=f"{_CMP_SYMBOL[op]} on {describe(t)}"))
+            raise self.src.error(node, f"{_CMP_SYMBOL[op]} on {describe(t)}: {complex_math.NO_ORDER}")
         for side in (left, right):
             # NumPy compares a Python int that does not fit the other side's type by value.
             if isinstance(side, ir.Const) and isinstance(side.type, Weak) and not fits(side.value, t):
@@ -394,9 +394,6 @@ class ExprLowering:
             return self._cast_call(_CASTS.get(fn, fn), args, node)
         if isinstance(fn, type) and issubclass(fn, np.generic) and np.dtype(fn).kind in "biufc":
             return self._cast_call(T.from_dtype(fn), args, node)  # np.float32(x) is g.f32(x)
-        if isinstance(fn, PowBuiltin):
-            self._check_arity(node, "pow", args, 2, 2)
-            return self.binary("pow", args[0], args[1], node)
         if isinstance(fn, Builtin):
             return self.builtin(fn, args, node)
         if hasattr(fn, "__gompute_func__"):
@@ -456,19 +453,11 @@ class ExprLowering:
     def _complex_builtin(self, b: Builtin, args: list[ir.Expr], node: ast.AST) -> Builtin:
         """`b`, or the entry that computes it on complex arguments (complex_math.for_args)."""
         chosen = complex_math.for_args(b, [a.type for a in args])
-        if chosen is not None:
-            return chosen
-        if b.name in ("min", "max", "clamp"):
-            raise self.src.error(node, _NO_ORDER.format(what=f"g.{b.name} of complex numbers"))
-        known = ", ".join(sorted(complex_math.COMPLEX))
-        raise self.src.error(node, f"g.{b.name} does not take complex arguments (those that do: {known})")
+        if chosen is None:
+            raise self.src.error(node, complex_math.refusal(b))
+        return chosen
 
 
-# Ordering complex numbers: NumPy 2 orders them lexicographically; the language refuses instead.
-_NO_ORDER = (
-    "{what}: complex numbers have no order; gompute refuses to compare them where NumPy orders them "
-    "lexicographically (by real part, then imaginary): compare z.real, z.imag or abs(z) instead"
-)
 _CMP_SYMBOL = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 

@@ -165,7 +165,7 @@ def _encode(value) -> tuple | None:
         return ("type", value.name)
     if isinstance(value, types.Scalar):
         return ("scalar", value.type.name, value.value)
-    if isinstance(value, (builtins.Builtin, builtins.PowBuiltin)):
+    if isinstance(value, builtins.Builtin):
         return ("builtin", value.name) if getattr(builtins, value.name, None) is value else None
     if isinstance(value, type) and issubclass(value, Params):
         return _encode_params(value)

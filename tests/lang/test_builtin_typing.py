@@ -21,6 +21,7 @@ import gompute.lang as gl
 from gompute import types as T
 from gompute.errors import CompileError
 from gompute.lang import builtins as B
+from gompute.lang import complex_math as C
 
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 DTYPES += [np.float16, np.float32, np.float64]
@@ -45,13 +46,21 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "kernels.md"
 
 def test_every_numpy_ufunc_is_a_builtin_or_unsupported_with_a_reason():
     for name in UFUNCS:
-        assert (name in B.BUILTINS or name == "pow") != (name in B.UNSUPPORTED), name
+        assert (name in B.BUILTINS) != (name in B.UNSUPPORTED), name
         assert hasattr(gl, name) == (name not in B.UNSUPPORTED), f"g.{name}"
     assert set(B.UNSUPPORTED) <= set(UFUNCS), "UNSUPPORTED names no NumPy ufunc"
     assert all(len(reason) > 20 for reason in B.UNSUPPORTED.values())
     row_of = {b.name: row for row in B.ROWS for b in row}
     for name in SUPPORTED:  # inside a kernel, np.NAME is the builtin of its name (or an alias's)
-        assert B.PYTHON_ALIASES[getattr(np, name)] in row_of["power" if name == "pow" else name], name
+        assert B.PYTHON_ALIASES[getattr(np, name)] in row_of[name], name
+
+
+def test_every_builtin_is_g_name_and_gompute_lang_name_one_object():
+    assert set(B.__all__) == set(B.BUILTINS)
+    for name, b in B.BUILTINS.items():
+        assert getattr(g, name) is b and getattr(gl, name) is b, name
+    for name in C.COMPLEX:  # the complex builtins are the table's, which take complex arguments too
+        assert getattr(g, name) is B.BUILTINS[name], name
 
 
 def _unary(fn):
@@ -116,8 +125,7 @@ def _check(name, kernel, types, *np_args):
 @pytest.mark.parametrize("name", SUPPORTED)
 def test_result_dtype_is_numpys_on_every_dtype(name):
     ufunc = getattr(np, name)
-    # np.NAME and g.NAME inside the kernel; g.pow is `**` itself, which refuses two bools
-    for spelled in (ufunc, getattr(gl, name if name != "pow" else "power")):
+    for spelled in (ufunc, getattr(gl, name)):  # np.NAME and g.NAME inside the kernel
         if ufunc.nin == 1:
             kernel = _unary(spelled)
             for d in DTYPES:
@@ -261,3 +269,63 @@ def test_an_unsupported_ufunc_says_why():
         _binary(np.divmod).specialize(T.i32, T.i32)
     with pytest.raises(CompileError, match=r"np\.matmul is not supported in kernels: acts on whole arrays"):
         _binary(np.matmul).specialize(T.f32, T.f32)
+
+
+COMPLEX_DTYPES = [np.complex64, np.complex128]
+COMPLEX_MIXED = [(np.float32, np.complex64), (np.complex64, np.float64), (np.int64, np.complex64)]
+COMPLEX_MIXED += [(np.complex64, np.complex128), (np.bool_, np.complex128), (np.float16, np.complex64)]
+COMPLEX_MIXED += [(np.uint8, np.complex64), (np.complex64, np.int8)]
+
+
+def _complex_check(name, kernel, types, *np_args):
+    """NumPy's result dtype, or, for a row complex_math.REFUSED names, its refusal."""
+    want = _numpy_dtype(getattr(np, name), *np_args)
+    try:
+        got = kernel.specialize(*types).out_type.dtype
+    except CompileError as e:
+        if want is not None and B.ROW_NAME[name] in C.REFUSED:
+            said = {f"g.{n} of complex numbers is not supported: " for n in (name, B.ROW_NAME[name])}
+            assert any(s in str(e) for s in said), str(e)  # the name called, or np.NAME's row
+            return
+        got = None
+    assert got == want, f"np.{name}{tuple(str(t) for t in types)}: NumPy gives {want}, gompute {got}"
+
+
+@pytest.mark.parametrize("name", SUPPORTED)
+def test_complex_result_dtype_is_numpys_or_refused(name):
+    ufunc = getattr(np, name)
+    for spelled in (ufunc, getattr(gl, name)):
+        if ufunc.nin == 1:
+            for d in COMPLEX_DTYPES:
+                _complex_check(name, _unary(spelled), [T.from_dtype(d)], np.zeros(3, d))
+            _complex_check(name, _of_numbers(spelled, 1j, 1), [T.f32], 1j)
+            continue
+        for a, b in [(d, d) for d in COMPLEX_DTYPES] + COMPLEX_MIXED + [(b, a) for a, b in COMPLEX_MIXED]:
+            _complex_check(name, _binary(spelled), [T.from_dtype(a), T.from_dtype(b)], np.zeros(3, a), np.zeros(3, b))
+        for d in [np.float32, np.float64, np.int16, *COMPLEX_DTYPES]:  # a Python complex beside an array is weak
+            _complex_check(name, _beside_a_number(spelled, 1j), [T.from_dtype(d)], np.zeros(3, d), 1j)
+        _complex_check(name, _of_numbers(spelled, 1j, 2), [T.f32], 1j, 1j)
+
+
+@pytest.mark.parametrize("fn", [np.real, np.imag, np.angle, np.conj])
+def test_real_imag_angle_and_conj_are_numpys_on_every_dtype(fn):
+    kernel = _unary(fn)
+    for d in DTYPES + COMPLEX_DTYPES:
+        want = np.asarray(fn(np.zeros(3, d))).dtype
+        assert kernel.specialize(T.from_dtype(d)).out_type.dtype == want, (fn.__name__, d)
+
+
+@g.map_kernel
+def _powers(a, b):
+    return g.pow(a, b) + pow(a, b) * a**b
+
+
+def test_g_pow_is_np_power_and_pythons_pow_is_the_operator():
+    assert g.pow is gl.pow and B.PYTHON_ALIASES[np.pow] is B.BUILTINS["power"]
+    bools = _binary(gl.pow).specialize(T.bool_, T.bool_)
+    assert bools.out_type is T.i8  # np.power(True, True) is int8; `**` refuses two bools
+    with pytest.raises(CompileError, match="arithmetic on two bools"):
+        _binary(pow).specialize(T.bool_, T.bool_)
+    assert _of_numbers(gl.pow, 2, 2).specialize(T.i8).out_type is T.i64  # np.power(2, 2) is an int64
+    assert _python_value(pow, 2, 3).specialize(T.i8).out_type is T.i8  # Python's pow(2, 3) is the int 8
+    assert _powers.specialize(T.f32, T.i8).out_type is T.f32

@@ -24,6 +24,7 @@ from gompute import types as T
 from gompute.compile import hiprtc, nvrtc
 from gompute.errors import CompileError
 from gompute.lang import builtins as B
+from gompute.lang import complex_math as C
 from gompute.lang.kernel import Image, compile_module, map_kernel
 from gompute.lang.module import module_source
 from tests.fakes import images
@@ -327,3 +328,144 @@ def test_bf16_steps_in_its_own_ulps():
     assert not _disagreeing(got.astype(np.float32), want.astype(np.float32), 0, True).size
     got = map_host(_bf16_spacing, grid.view(np.uint16)).view(bf16)
     assert not _disagreeing(got.astype(np.float32), spacing.astype(np.float32), 0, True).size
+
+
+# -- complex numbers -------------------------------------------------------------------------------
+
+COMPLEX_DTYPES = [(np.complex64,), (np.complex128,), (np.complex64, np.complex64), (np.complex128, np.complex128)]
+COMPLEX_DTYPES += [(np.float32, np.complex64), (np.complex64, np.float64)]
+# The ufuncs NumPy computes on complex numbers and gompute refuses (complex_math.REFUSED says why),
+# by their rows' names: the orderings, which mean nothing for complex numbers, and the inverse
+# trigonometric and hyperbolic functions.
+# fmt: off
+REFUSED_ON_COMPLEX = {
+    "less", "less_equal", "greater", "greater_equal", "maximum", "minimum", "fmax", "fmin",
+    "asin", "acos", "atan", "asinh", "acosh", "atanh",
+}
+# fmt: on
+# Computed in c128 for c64 too (complex.h), so checked against NumPy's c128 values rounded to c64.
+IN_DOUBLE = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan", "sinh", "cosh"}
+IN_DOUBLE |= {"tanh"}
+# Annex G leaves which part of these functions' non-finite results is NaN to the library: only
+# finite arguments are compared.
+NONFINITE_UNSPECIFIED = {"sin", "cos", "tan", "sinh", "cosh", "tanh"}
+COMPLEX_ULPS = {np.float32: 2, np.float64: 8}  # in ulps of the result's magnitude, as test_complex's
+
+
+def _complex_grid(dtype, parts=(0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-3, 100.0, np.inf, -np.inf, np.nan)):
+    dtype = np.dtype(dtype)
+    if dtype.kind != "c":
+        return np.array(parts, dtype)
+    re, im = np.meshgrid(parts, parts, indexing="ij")
+    with np.errstate(invalid="ignore"):
+        return (re + 1j * im).ravel().astype(dtype)
+
+
+def _complex_inputs(name, dtypes):
+    grids = [_complex_grid(d) for d in dtypes]
+    if len(grids) == 1:
+        return grids
+    a, b = (x.ravel() for x in np.meshgrid(*grids, indexing="ij"))
+    if name in ("power", "float_power"):  # exp(b log a) carries log's error times |b log a|, NumPy's too
+        a, b = a[np.abs(b) <= 3], b[np.abs(b) <= 3]
+    return [a, b]
+
+
+def _complex_cases():
+    cases, refused = [], []
+    for dtypes in COMPLEX_DTYPES:
+        groups: dict[np.dtype, list[str]] = {}
+        for name in WALKED:
+            out = _numpy_dtype(name, dtypes) if getattr(np, name).nin == len(dtypes) else None
+            if out is not None and B.ROW_NAME[name] in REFUSED_ON_COMPLEX:
+                refused.append((name, dtypes))
+            elif out is not None:
+                groups.setdefault(out, []).append(name)
+        cases += [("complex", dtypes, out, names) for out, names in groups.items()]
+    return cases, refused
+
+
+COMPLEX_CASES, COMPLEX_REFUSALS = _complex_cases()
+
+
+def test_the_complex_refusals_are_the_short_list():
+    assert {B.ROW_NAME[n] for n, _ in COMPLEX_REFUSALS} == REFUSED_ON_COMPLEX
+    assert REFUSED_ON_COMPLEX <= set(C.REFUSED)
+    walked = {n for _, _, _, names in COMPLEX_CASES for n in names} | {n for n, _ in COMPLEX_REFUSALS}
+    has_loop = {n for n in WALKED if any(set(t.split("->")[0]) <= set("FD") for t in getattr(np, n).types)}
+    assert walked == has_loop, "a ufunc with a complex loop is neither walked nor refused"
+
+
+@pytest.mark.parametrize("name, dtypes", COMPLEX_REFUSALS, ids=str)
+def test_a_ufunc_gompute_refuses_on_complex_says_so(tmp_path, name, dtypes):
+    kernels = _kernels(tmp_path, _source([(None, dtypes, None, [name])]))
+    with pytest.raises(CompileError, match=rf"g\.{B.ROW_NAME[name]} of complex numbers is not supported: "):
+        kernels.walk_0.specialize(T.i32, *map(T.from_dtype, dtypes))
+
+
+@pytest.fixture(scope="module")
+def complex_walk(tmp_path_factory):
+    kernels = _kernels(tmp_path_factory.mktemp("complex"), _source(COMPLEX_CASES))
+    specs = [
+        getattr(kernels, f"walk_{k}").specialize(T.i32, *map(T.from_dtype, dtypes))
+        for k, (_, dtypes, _, _) in enumerate(COMPLEX_CASES)
+    ]
+    return specs, compile_module(specs, "host", None, "test_ufunc_walk_complex")
+
+
+def _complex_want(name, inputs, out):
+    """NumPy's values: of the c128 arguments rounded to `out` where gompute computes in c128, and
+    for a power where the exponent is not an integer below 100 (npy_cpow multiplies those in the
+    type itself)."""
+    same = np.asarray(_numpy(name, *inputs))
+    if out != np.complex64 or name not in IN_DOUBLE | {"power"}:
+        return same
+    wide = np.asarray(_numpy(name, *(x.astype(np.complex128) for x in inputs)))
+    with np.errstate(over="ignore", invalid="ignore"):
+        wide = wide.astype(out)
+    if name != "power":
+        return wide
+    b = inputs[1]
+    integer = (b.imag == 0) & (np.abs(b.real) < 100) & (b.real == np.round(b.real))
+    return np.where(integer, same, wide)
+
+
+@pytest.mark.parametrize("k", [pytest.param(k, id=_id(c)) for k, c in enumerate(COMPLEX_CASES)])
+def test_every_ufunc_on_complex_gives_numpys_values(complex_walk, k):
+    specs, image = complex_walk
+    _, dtypes, out, names = COMPLEX_CASES[k]
+    assert specs[k].out_type.dtype == out
+    inputs = [_complex_inputs(name, dtypes) for name in names]
+    w = np.concatenate([np.full(len(x[0]), i, np.int32) for i, x in enumerate(inputs)])
+    args = [np.concatenate([x[j] for x in inputs]) for j in range(len(dtypes))]
+    got = run_spec(image, specs[k], w, *args)
+    failures = []
+    for i, name in enumerate(names):
+        want, mine = _complex_want(name, inputs[i], out), got[w == i]
+        keep = np.ones(len(want), bool)
+        if name in NONFINITE_UNSPECIFIED:
+            keep = np.isfinite(inputs[i][0])
+        bad = _complex_disagreeing(mine[keep], want[keep])
+        for j in np.flatnonzero(keep)[bad][:4]:
+            at = ", ".join(repr(x[j]) for x in inputs[i])
+            failures.append(f"np.{name}({at}): NumPy {want[j]!r}, gompute {mine[j]!r}")
+    assert not failures, "\n".join(failures)
+
+
+def _complex_disagreeing(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Where `got` is not `want`: a different pattern of NaN and infinite parts, or a finite value
+    beyond COMPLEX_ULPS of the result's magnitude (bools and integers exactly)."""
+    if want.dtype.kind not in "fc":
+        return got != want
+    part = np.float32 if want.dtype in (np.complex64, np.float32) else np.float64
+    got_c, want_c = got.astype(np.complex128), want.astype(np.complex128)
+    bad = np.zeros(len(want), bool)
+    for p in ("real", "imag"):
+        g_part, w_part = getattr(got_c, p), getattr(want_c, p)
+        bad |= (np.isnan(g_part) != np.isnan(w_part)) | (np.isinf(g_part) != np.isinf(w_part))
+        bad |= np.isinf(w_part) & (g_part != w_part)
+    finite = np.isfinite(want_c) & ~bad
+    scale = np.spacing(np.abs(want_c[finite]).astype(part)).astype(np.float64)
+    scale = np.maximum(scale, np.finfo(part).smallest_subnormal)
+    bad[finite] = np.abs(got_c[finite] - want_c[finite]) > COMPLEX_ULPS[part] * scale
+    return bad

@@ -182,16 +182,45 @@ GOMPUTE_FN gompute_c128 gompute_ctanh(gompute_c128 z) {
   return gompute_c128(beta * rho * s / denom, t / denom);
 }
 
-// a**b as NumPy computes it (npy_cpow): b = 0 gives 1; 0**b is 0 for a positive real b, else NaN;
-// an integer b below 100 in magnitude is repeated multiplication (and 1 / that for b < 0), in the
-// type itself, as NumPy does; any other b is exp(b log a).
+// C's complex product (C99 Annex G, libgcc's __muldc3): the plain product, but where both its parts
+// are NaN and a factor is infinite, the infinity the product has (NumPy's `*` is the plain product).
+GOMPUTE_FN bool gompute_isinf_f64(double x) { return fabs(x) == gompute_inf_f64(); }
+GOMPUTE_FN double gompute_unit_f64(double x) { return copysign(gompute_isinf_f64(x) ? 1.0 : 0.0, x); }
+GOMPUTE_FN double gompute_nan_to_zero_f64(double x) { return x != x ? copysign(0.0, x) : x; }
+GOMPUTE_FN gompute_c128 gompute_cmul_annex_g(gompute_c128 p, gompute_c128 q) {
+  double a = p.re, b = p.im, c = q.re, d = q.im;
+  const double ac = a * c, bd = b * d, ad = a * d, bc = b * c, x = ac - bd, y = ad + bc;
+  if (x == x || y == y) return gompute_c128(x, y);
+  bool recalc = false;
+  if (gompute_isinf_f64(a) || gompute_isinf_f64(b)) {
+    a = gompute_unit_f64(a), b = gompute_unit_f64(b), c = gompute_nan_to_zero_f64(c), d = gompute_nan_to_zero_f64(d);
+    recalc = true;
+  }
+  if (gompute_isinf_f64(c) || gompute_isinf_f64(d)) {
+    c = gompute_unit_f64(c), d = gompute_unit_f64(d), a = gompute_nan_to_zero_f64(a), b = gompute_nan_to_zero_f64(b);
+    recalc = true;
+  }
+  if (!recalc && (gompute_isinf_f64(ac) || gompute_isinf_f64(bd) || gompute_isinf_f64(ad) || gompute_isinf_f64(bc))) {
+    a = gompute_nan_to_zero_f64(a), b = gompute_nan_to_zero_f64(b);
+    c = gompute_nan_to_zero_f64(c), d = gompute_nan_to_zero_f64(d);
+    recalc = true;
+  }
+  if (!recalc) return gompute_c128(x, y);
+  const double inf = gompute_inf_f64();
+  return gompute_c128(inf * (a * c - b * d), inf * (a * d + b * c));
+}
+
+// a**b as NumPy computes it (npy_cpow): b = 0 gives 1; 0**b is 0 where b's real part is positive,
+// else NaN; an integer b below 100 in magnitude is repeated multiplication (and 1 / that for b < 0),
+// in the type itself, as NumPy does; any other b is C's cpow, which NumPy calls: exp(b log a), with
+// C's complex product (gompute_cmul_annex_g) where infinities meet.
 template <typename C>
 GOMPUTE_FN C gompute_cpow(C a, C b) {
   typedef decltype(a.re) R;
   const C one = C((R)1, (R)0);
   if (b.re == 0 && b.im == 0) return one;
   if (a.re == 0 && a.im == 0) {
-    if (b.re > 0 && b.im == 0) return C((R)0, (R)0);
+    if (b.re > 0) return C((R)0, (R)0);
     const R nan = (R)gompute_nan_f64();
     return C(nan, nan);
   }
@@ -207,9 +236,47 @@ GOMPUTE_FN C gompute_cpow(C a, C b) {
     }
     return n < 0 ? one / r : r;
   }
-  return C(gompute_cexp(gompute_c128(b) * gompute_clog(gompute_c128(a))));
+  return C(gompute_cexp(gompute_cmul_annex_g(gompute_c128(b), gompute_clog(gompute_c128(a)))));
 }
 
+
+// The kin of exp and log, by NumPy's own formulas for them (its nc_exp2, nc_log2, nc_log10,
+// nc_expm1 and nc_log1p), on the functions above: the values NumPy computes, accurate where its are.
+GOMPUTE_FN gompute_c128 gompute_cexp2(gompute_c128 z) {
+  const double ln2 = 0.6931471805599453;
+  return gompute_cexp(gompute_c128(z.re * ln2, z.im * ln2));
+}
+GOMPUTE_FN gompute_c128 gompute_clog2(gompute_c128 z) {
+  const gompute_c128 l = gompute_clog(z);
+  const double log2e = 1.4426950408889634;
+  return gompute_c128(l.re * log2e, l.im * log2e);
+}
+GOMPUTE_FN gompute_c128 gompute_clog10(gompute_c128 z) {
+  const gompute_c128 l = gompute_clog(z);
+  const double log10e = 0.4342944819032518;
+  return gompute_c128(l.re * log10e, l.im * log10e);
+}
+GOMPUTE_FN gompute_c128 gompute_cexpm1(gompute_c128 z) {
+  const double a = sin(z.im * 0.5);
+  return gompute_c128(expm1(z.re) * cos(z.im) - 2.0 * a * a, exp(z.re) * sin(z.im));
+}
+GOMPUTE_FN gompute_c128 gompute_clog1p(gompute_c128 z) {
+  return gompute_c128(log(hypot(z.re + 1.0, z.im)), atan2(z.im, z.re + 1.0));
+}
+
+// The hyperbolic sine and cosine and the tangent, by Annex G's identities with the functions above:
+// sinh z = i sin(-i z), cosh z = cos(-i z), tan z = -i tanh(i z) (multiplying by i is exact).
+GOMPUTE_FN gompute_c128 gompute_csinh(gompute_c128 z) {
+  const gompute_c128 s = gompute_csin(gompute_c128(z.im, -z.re));
+  return gompute_c128(-s.im, s.re);
+}
+GOMPUTE_FN gompute_c128 gompute_ccosh(gompute_c128 z) { return gompute_ccos(gompute_c128(z.im, -z.re)); }
+GOMPUTE_FN gompute_c128 gompute_ctan(gompute_c128 z) {
+  const gompute_c128 t = gompute_ctanh(gompute_c128(-z.im, z.re));
+  return gompute_c128(t.im, -t.re);
+}
+
+// c64's functions compute in double and round each part once.
 #define GOMPUTE_C64_IN_DOUBLE(name) \
   GOMPUTE_FN gompute_c64 name(gompute_c64 z) { return gompute_c64(name(gompute_c128(z))); }
 GOMPUTE_C64_IN_DOUBLE(gompute_cexp)
@@ -218,4 +285,43 @@ GOMPUTE_C64_IN_DOUBLE(gompute_csqrt)
 GOMPUTE_C64_IN_DOUBLE(gompute_csin)
 GOMPUTE_C64_IN_DOUBLE(gompute_ccos)
 GOMPUTE_C64_IN_DOUBLE(gompute_ctanh)
+GOMPUTE_C64_IN_DOUBLE(gompute_cexp2)
+GOMPUTE_C64_IN_DOUBLE(gompute_clog2)
+GOMPUTE_C64_IN_DOUBLE(gompute_clog10)
+GOMPUTE_C64_IN_DOUBLE(gompute_cexpm1)
+GOMPUTE_C64_IN_DOUBLE(gompute_clog1p)
+GOMPUTE_C64_IN_DOUBLE(gompute_csinh)
+GOMPUTE_C64_IN_DOUBLE(gompute_ccosh)
+GOMPUTE_C64_IN_DOUBLE(gompute_ctan)
 #undef GOMPUTE_C64_IN_DOUBLE
+
+// NumPy's sign of a complex number, z / |z|, computed in the type itself as NumPy's loop does: 0 for
+// 0, NaN where |z| is NaN, and where |z| is infinite the unit along the infinite part (NaN for both).
+template <typename C>
+GOMPUTE_FN C gompute_csign(C z) {
+  typedef decltype(z.re) R;
+  const R m = hypot(z.re, z.im), inf = (R)gompute_inf_f64(), nan = (R)gompute_nan_f64();
+  if (m != m) return C(nan, nan);
+  if (m == inf) {
+    if (fabs(z.re) == inf) return fabs(z.im) == inf ? C(nan, nan) : C(z.re > 0 ? (R)1 : (R)-1, (R)0);
+    return C((R)0, z.im > 0 ? (R)1 : (R)-1);
+  }
+  if (m == 0) return C((R)0, (R)0);
+  return C(z.re / m, z.im / m);
+}
+
+// 1 / z as NumPy's complex reciprocal computes it: Smith's quotient, and 1 / 0 is NaN + i NaN.
+template <typename C>
+GOMPUTE_FN C gompute_creciprocal(C z) {
+  typedef decltype(z.re) R;
+  if (fabs(z.im) <= fabs(z.re)) {
+    const R r = z.im / z.re, d = z.re + z.im * r;
+    return C((R)1 / d, -r / d);
+  }
+  const R r = z.re / z.im, d = z.re * r + z.im;
+  return C(r / d, (R)-1 / d);
+}
+
+// Each part rounded half to even, as NumPy's complex rint.
+template <typename C>
+GOMPUTE_FN C gompute_crint(C z) { return C(rint(z.re), rint(z.im)); }
