@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from gpu_kernels import scale_relu
 from gpu_targets import OVERHEAD
-from gpu_timing import host_us, per_call_ms
+from gpu_timing import cupy_ms, host_us, torch_ms
 
 import gompute as g
 
@@ -48,13 +48,20 @@ def expected(x: np.ndarray, scale: float) -> np.ndarray:
     return np.maximum(x * np.float32(scale), 0).astype(np.float32)
 
 
-def interop_scenarios(gpu, check) -> None:
+def frameworks() -> tuple[tuple[object | None, str], tuple[object | None, str]]:
+    """(cupy, why not) and (torch, why not): each module, or None and the words a skipped row
+    gives; torch only where it sees a CUDA device."""
     (cupy, no_cupy), (torch, no_torch) = _try_import("cupy", "CuPy"), _try_import("torch", "PyTorch")
     if torch is not None and not torch.cuda.is_available():
         torch, no_torch = (
             None,
             f"PyTorch {torch.__version__} sees no CUDA device (torch.version.cuda {torch.version.cuda})",
         )
+    return (cupy, no_cupy), (torch, no_torch)
+
+
+def interop_scenarios(gpu, check) -> None:
+    (cupy, no_cupy), (torch, no_torch) = frameworks()
     figures = check.figures
     rng = np.random.default_rng(1)
     host = rng.standard_normal(1 << 20).astype(np.float32)
@@ -201,13 +208,7 @@ def interop_scenarios(gpu, check) -> None:
         k1, k3 = g.map(scale_relu), g.map(fused)
 
         def ms(fn):
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
-
-            def elapsed() -> float:
-                end.synchronize()
-                return cupy.cuda.get_elapsed_time(start, end)
-
-            return per_call_ms(fn, start.record, end.record, elapsed)
+            return cupy_ms(cupy, fn)
 
         ew1 = cupy.ElementwiseKernel("float32 x, float32 s", "float32 o", "float y = x * s; o = y > 0 ? y : 0", "sr_ew")
         ew3 = cupy.ElementwiseKernel(
@@ -259,13 +260,7 @@ def interop_scenarios(gpu, check) -> None:
         k1, k3 = g.map(scale_relu), g.map(fused)
 
         def ms(fn):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-
-            def elapsed() -> float:
-                end.synchronize()
-                return start.elapsed_time(end)
-
-            return per_call_ms(fn, start.record, end.record, elapsed)
+            return torch_ms(torch, fn)
 
         copy = ms(lambda: out.copy_(x))
         torch_one = ms(lambda: torch.mul(x, 2, out=out).relu_())

@@ -54,3 +54,25 @@ def event_ms(gpu, stream, fn, calls: int = 20, repeats: int = 7) -> float:
         return begin.elapsed_ms(done)
 
     return per_call_ms(fn, lambda: begin.record(stream), lambda: done.record(stream), elapsed, calls, repeats)
+
+
+def cupy_ms(cupy, fn, calls: int = 20, repeats: int = 7) -> float:
+    """per_call_ms of `fn()` on CuPy's current stream, timed with CuPy's events."""
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+
+    def elapsed() -> float:
+        end.synchronize()
+        return cupy.cuda.get_elapsed_time(start, end)
+
+    return per_call_ms(fn, start.record, end.record, elapsed, calls, repeats)
+
+
+def torch_ms(torch, fn, calls: int = 20, repeats: int = 7) -> float:
+    """per_call_ms of `fn()` on torch's current stream, timed with torch's events."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def elapsed() -> float:
+        end.synchronize()
+        return start.elapsed_time(end)
+
+    return per_call_ms(fn, start.record, end.record, elapsed, calls, repeats)
