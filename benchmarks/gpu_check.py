@@ -99,7 +99,7 @@ DONE:
 class Check:
     """Collects (scenario, ok, figure) rows; a scenario that raises is a FAIL with its error
     (on one line, cut to `FIGURE_CHARS`; the traceback goes to stderr). `on_row` is called
-    after each row. Scenarios store the numbers issue 5's targets are judged on in `figures`
+    after each row. Scenarios store the numbers issues 5's and 32's targets are judged on in `figures`
     (gpu_targets.py names the keys)."""
 
     FIGURE_CHARS = 400
@@ -415,7 +415,7 @@ def main() -> int:
 
     def report() -> str:
         """The scenarios, the targets judged on what they measured so far, the launch sweep."""
-        text = f"{check.table()}\n\n## Targets (issue 5, GPU)\n\n{targets_table(check.figures)}"
+        text = f"{check.table()}\n\n## Targets (issues 5 and 32, GPU)\n\n{targets_table(check.figures)}"
         if sweep:
             text += f"\n\n## Launch configurations, 1e8 f32, event-timed (g.map launches 256 x per element)\n\n{sweep_table(sweep)}"
         return text
@@ -429,11 +429,13 @@ def main() -> int:
     scenarios(gpu, check)
     from gpu_interop import interop_scenarios
     from gpu_kernels import kernel_scenarios
+    from gpu_reduce import reduce_scenarios
     from gpu_tests import test_scenarios
     from gpu_tuning import sweep_table, tuning_scenarios
 
     kernel_scenarios(gpu, check)
     interop_scenarios(gpu, check)
+    reduce_scenarios(gpu, check)
     sweep = tuning_scenarios(gpu, check)
     if not args.no_tests:
         test_scenarios(gpu, check)

@@ -1,4 +1,4 @@
-"""Issue 5's GPU targets, judged from the figures gpu_check.py's scenarios record.
+"""Issue 5's and issue 32's GPU targets (g.map's, g.reduce's), judged from the figures gpu_check.py's scenarios record.
 
 Each scenario that measures something a target reads stores it in `check.figures` under a key
 listed here; `targets(figures)` turns them into (target, measured, met) rows, met None where a
@@ -12,6 +12,7 @@ from __future__ import annotations
 MATCH = 0.95  # "beat or match": at least this fraction of the other's speed
 BANDWIDTH = 0.9  # of the device-to-device copy of the same bytes
 OVERHEAD = 1.2  # a cached g.map over a bare launch of the same kernel
+SHAPES = 1.5  # a row or column reduction's time over the full reduction's of the same array
 
 # key -> what records it, for the "not measured" rows
 SOURCES = {
@@ -23,6 +24,9 @@ SOURCES = {
     "float4": "16-byte loads",
     "buffer": "g.map bandwidth on Buffers at 1e8",
     "torch_dispatch": "dispatch overhead vs torch",
+    "reduce": "g.reduce bandwidth at 1e8",
+    "reduce_cupy": "g.reduce vs cupy.sum at 1e8",
+    "reduce_torch": "g.reduce vs torch.sum at 1e8",
 }
 
 
@@ -47,7 +51,7 @@ def targets(figures: dict) -> list[tuple[str, str, bool | None]]:
             out.append((target, measured, bool(met)))
 
     def bandwidth(arrays: int):
-        # copy moves 2 arrays of n, the kernel `arrays`: its bandwidth over the copy's
+        # copy moves 2 arrays of n, the kernel `arrays` (a reduction reads 1): its bandwidth over the copy's
         return lambda copy, ms: (f"{arrays / 2 * copy / ms:.2f}x", arrays / 2 * copy / ms >= BANDWIDTH)
 
     def faster(ours, theirs):
@@ -123,7 +127,31 @@ def targets(figures: dict) -> list[tuple[str, str, bool | None]]:
         ["float4.scalar_ms", "float4.vector_ms"],
         lambda ours, vector: (f"{vector / ours:.2f}x float4's speed", vector / ours >= MATCH),
     )
+    reduce_targets(add, bandwidth, faster)
     return out
+
+
+def reduce_targets(add, bandwidth, faster) -> None:
+    """Issue 32's GPU targets for g.reduce."""
+    for name, what in (("sum", "sum"), ("sumsq", "sum of squares")):
+        add(
+            f"g.reduce {what} on Buffers, 1e8 f32: reads >= {BANDWIDTH}x device copy bandwidth "
+            "(copy time / (2 x reduction time))",
+            ["reduce.copy_ms", f"reduce.{name}_ms"],
+            bandwidth(1),
+        )
+    for name in ("rows", "columns"):
+        add(
+            f"g.reduce over the {name} of a (1e4, 1e4) f32 Buffer: within {SHAPES}x the full sum's time",
+            [f"reduce.{name}_ms", "reduce.sum_ms"],
+            lambda part, full: (f"{part / full:.2f}x ({part:.3f} ms vs {full:.3f} ms)", part / full <= SHAPES),
+        )
+    for library in ("cupy", "torch"):
+        add(
+            f"g.reduce sum, 1e8 f32: beats or matches {library}.sum ({library}.sum / g.reduce time)",
+            [f"reduce_{library}.sum_ms", f"reduce_{library}.theirs_ms"],
+            faster,
+        )
 
 
 def targets_table(figures: dict) -> str:

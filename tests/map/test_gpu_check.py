@@ -11,12 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import gompute as g
 from gompute.compile import nvrtc
 from tests.conftest import open_compute
 from tests.fakes import images
+from tests.reduce.test_fake_cuda import cuda  # noqa: F401 - the fixture: reductions' CUDA text on the fake
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_check.py"
 CANNOT_RUN_ON_THE_FAKE = ("ModuleLoadFailed",)  # PTX it cannot JIT, CUBINs it cannot load
@@ -77,6 +79,49 @@ def test_the_generated_kernel_scenarios_run_on_the_cuda_text():
         gpu_kernels.kernel_scenarios(compute, Check())
     assert [name for name, _ in rows][2:] == ["generated integer floor division", "generated f16 kernel"]
     assert all("matches NumPy" in figure or "skipped" in figure for name, figure in rows[:2]), rows
+
+
+def test_the_reduction_scenarios_run_on_the_cuda_text(cuda):  # noqa: F811 - the imported fixture
+    """gpu_reduce's launches, timings and checks against NumPy, which the end-to-end run cannot
+    reach on the fake, at a small size, with the reductions' CUDA text built for the CPU (the
+    `cuda` fixture of tests/reduce/test_fake_cuda.py)."""
+    if not images.is_fake(cuda):
+        pytest.skip("on a real GPU gpu_check.py is run by hand (benchmarks/README.md)")
+    sys.path.insert(0, str(SCRIPT.parent))
+    import gpu_reduce
+
+    rows = []
+
+    class Check:  # gpu_check's, reduced to what reduce_scenarios uses
+        figures: dict = {}
+
+        def run(self, name, fn):
+            rows.append((name, fn()))
+
+    check = Check()
+    gpu_reduce.reduce_scenarios(cuda, check, n=128 * 128, calls=2, repeats=1)  # the fake runs blocks on fibers
+    assert [name for name, _ in rows] == [
+        "g.reduce bandwidth at 1e8",
+        "g.reduce vs cupy.sum at 1e8",
+        "g.reduce vs torch.sum at 1e8",
+    ]
+    assert "matches NumPy's f64 sums" in rows[0][1], rows[0]
+    assert all(figure.startswith("skipped") for _, figure in rows[1:]), rows  # no CuPy, no CUDA torch
+    measured = {f"reduce.{what}_ms" for what in ("copy", "sum", "sumsq", "rows", "columns")}
+    assert set(check.figures) == measured and all(ms > 0 for ms in check.figures.values()), check.figures
+
+
+def test_the_reduction_check_refuses_a_plain_f32_running_sum():
+    """The tolerance gpu_reduce holds g.reduce's sums to tells a blocked sum from a running one."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import gpu_reduce
+
+    host = np.random.default_rng(0).standard_normal(1 << 20, dtype=np.float32) + np.float32(1)
+    reference = gpu_reduce._Reference(host)
+    assert reference.check("sum", np.sum(host)) <= 1  # NumPy's pairwise sum
+    running = np.cumsum(host, dtype=np.float32)[-1]
+    with pytest.raises(AssertionError, match="tolerance"):
+        reference.check("sum", running)
 
 
 def test_missing_requirements_are_named_before_gompute_is_imported(monkeypatch):
