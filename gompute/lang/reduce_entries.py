@@ -212,6 +212,41 @@ def _host_cascade(unit) -> list[str]:
     ]
 
 
+def _exact(unit) -> bool:
+    """Whether the combine gives the same value in any order (min, max, bits, integer + and *):
+    then a run is reduced in one pass over its lanes, with no pairwise tree above its leaves."""
+    return unit.combine in ("min", "max", "&", "|", "^") or (unit.combine in ("+", "*") and unit.acc.kind in "iub")
+
+
+def _full_leaf_rows(unit, value: str) -> list[str]:
+    """Rows 1 to `rows` of a full leaf into the lanes v[l] (row 0 is in them), `value` row r's lane l.
+
+    A float min or max keeps its NaN apart: each lane's chain through v is then one vector
+    max or min (`x > v ? x : v` is x86's maxps, which keeps a NaN v), and each NaN read goes
+    into q, a chain of blends on a mask that does not depend on v; q's NaN wins at the end.
+    gompute_max's NaN test on both sides would put two compares and a mask merge in the chain
+    before each blend."""
+    sym, a = unit.name, value_ctype(unit.acc)
+    rows = "n / L" if _exact(unit) else "R"
+    if not (unit.combine in ("min", "max") and unit.acc.is_float):
+        return [
+            f"    for (int64_t r = 1; r < {rows}; ++r)",
+            f"      for (int l = 0; l < L; ++l) v[l] = {sym}_comb(v[l], {value});",
+        ]
+    cmp = ">" if unit.combine == "max" else "<"
+    return [
+        f"    {a} q[L];",
+        "    for (int l = 0; l < L; ++l) q[l] = 0;",
+        f"    for (int64_t r = 1; r < {rows}; ++r)",
+        "      for (int l = 0; l < L; ++l) {",
+        f"        const {a} x = {value};",
+        "        q[l] = x != x ? x : q[l];",
+        f"        v[l] = x {cmp} v[l] ? x : v[l];",
+        "      }",
+        "    for (int l = 0; l < L; ++l) v[l] = q[l] != q[l] ? q[l] : v[l];",
+    ]
+
+
 def _host_rows(unit, structs, call_name: str) -> list[str]:
     sym, a, t, n = unit.name, value_ctype(unit.acc), _tree(unit), len(unit.in_storage)
     ins, params, pass_params = _args(unit, structs)
@@ -225,10 +260,10 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
     return [
         f"GOMPUTE_FN void {sym}_leaf({a}* v, {p_decl}, int64_t n{params}) {{",
         f"  constexpr int L = {L}, R = {R};",
-        "  if (n == R * L) {",
+        # An exact combine's run is one leaf of all its whole leaves; a sum's leaves are R rows.
+        "  if (n > 0 && n % (R * L) == 0) {" if _exact(unit) else "  if (n == R * L) {",
         f"    for (int l = 0; l < L; ++l) v[l] = {ptr('l')};",
-        "    for (int r = 1; r < R; ++r)",
-        f"      for (int l = 0; l < L; ++l) v[l] = {sym}_comb(v[l], {ptr('r * L + l')});",
+        *_full_leaf_rows(unit, ptr("r * L + l")),
         "    return;",
         "  }",
         f"  for (int l = 0; l < L; ++l) v[l] = {unit.identity};",
@@ -238,9 +273,9 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
         f"  for (int l = 0; j + l < n; ++l) v[l] = {sym}_comb(v[l], {ptr('j + l')});",
         "}",
         f"GOMPUTE_ROWS void {sym}_run({t} (*stack)[{L}], int& depth, uint64_t& count, {p_decl}, int64_t n{params}) {{",
-        f"  for (int64_t j = 0; j < n; j += {R * L}) {{",
+        "  for (int64_t j = 0, m; j < n; j += m) {",
         f"    {a} v[{L}];",
-        f"    const int64_t m = n - j < {R * L} ? n - j : {R * L};",
+        f"    m = n - j < {R * L} ? n - j : {f'(n - j) / {R * L} * {R * L}' if _exact(unit) else R * L};",
         f"    {sym}_leaf(v, {', '.join(f'p{k} + j' for k in range(n))}, m{pass_params});",
         f"    {sym}_push<{L}>(stack, depth, count, v);",
         "  }",
