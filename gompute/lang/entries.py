@@ -134,8 +134,8 @@ def _gpu_contiguous(unit, entry, structs, call_name: str) -> list[str]:
 def _gpu_vector(unit, entry, call_name: str, width: int) -> list[str]:
     """The body of the vector loop: the vector at element i of each input, loaded whole, the
     kernel on each of its elements, the output's vector stored whole. Each vector is a struct
-    of elements bit-cast from its raw chunk (hiprtc keeps a union of the two in memory, not in
-    registers, where the kernel branches); the alignment check is the CUDA-on-CPU runs' own."""
+    of elements bit-cast from its raw chunk, which the prelude's gompute_vector_load reads in a
+    form the GPU compiler keeps as one load; the alignment check is the CUDA-on-CPU runs' own."""
     pointers = _pointers(entry)
     raw = [f"gompute_raw{width * p.type.itemsize}" for p in pointers]
     lines = [
@@ -145,7 +145,7 @@ def _gpu_vector(unit, entry, call_name: str, width: int) -> list[str]:
     lines += [f"    struct {{ {storage_ctype(p.type)} e[{width}]; }} vec{k};" for k, p in enumerate(pointers)]
     read = pointers if entry.kind == "inplace" else pointers[:-1]
     lines += [
-        f"    vec{k} = __builtin_bit_cast(decltype(vec{k}), *(const {raw[k]}*)({p.name} + i));"
+        f"    vec{k} = __builtin_bit_cast(decltype(vec{k}), gompute_vector_load<{raw[k]}>({p.name} + i));"
         for k, p in enumerate(read)
     ]
     # One statement an element, not a loop: a compiler that left the loop rolled would index the

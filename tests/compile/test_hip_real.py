@@ -93,12 +93,6 @@ def test_inputs_are_loaded_and_results_stored_through_global_memory(compiled):
         assert not kernel.find("flat_"), f"{entry.symbol}: generic (flat) accesses: {kernel.find('flat_')[:3]}"
 
 
-# Entries whose 16-byte loads the hiprtc of ROCm 5.2 splits into 4- and 8-byte ones: it divides a
-# load whose elements the kernel uses apart (gelu__out reads its input's two halves separately).
-# Keeping the load whole with an empty asm barrier on it put half_ops's vectors in scratch instead.
-SPLIT_BY_HIPRTC = {"gelu__out"}
-
-
 def test_contiguous_entries_move_16_bytes_at_a_time(compiled):
     """A contiguous entry moves 16 bytes of its widest type at a time (lang/entries.py): those
     arrays are read with global_load_dwordx4 and written with global_store_dwordx4."""
@@ -116,9 +110,7 @@ def test_contiguous_entries_move_16_bytes_at_a_time(compiled):
             assert kernel.find("global_store_dwordx4"), f"{entry.symbol}: {sorted(set(kernel.find('global_store')))}"
         checked += 1
     assert checked
-    assert set(narrow) <= SPLIT_BY_HIPRTC, f"loads narrower than 16 bytes: {narrow}"
-    if narrow:
-        pytest.xfail(f"hiprtc splits the 16-byte loads of {narrow}")
+    assert not narrow, f"loads narrower than 16 bytes: {narrow}"
 
 
 def test_no_entry_spills_or_uses_scratch(compiled):

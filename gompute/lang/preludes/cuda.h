@@ -34,7 +34,8 @@ GOMPUTE_FN uint64_t gompute_thread_count() { return (uint64_t)gridDim.x * gridDi
 
 // Vector access (lang/entries.py): a contiguous entry moves its arrays B bytes at a time (B of 2,
 // 4, 8 or 16), each chunk one load or store of gompute_rawB at a B-aligned address: a 16-byte
-// one is LDG.E.128 / STG.E.128. The entry's elements are read from the chunk through a union.
+// one is LDG.E.128 / STG.E.128. gompute_vector_load<gompute_rawB>(p) reads the chunk at p; the
+// entry bit-casts it to a struct of its elements.
 typedef uint16_t gompute_raw2;
 typedef uint32_t gompute_raw4;
 #if defined(GOMPUTE_CUDA_ON_CPU)
@@ -57,3 +58,4 @@ typedef uint2 gompute_raw8;
 typedef uint4 gompute_raw16;
 #define GOMPUTE_VECTOR_CHECK(p, bytes, entry, array)
 #endif
+template <typename R, typename T> GOMPUTE_FN R gompute_vector_load(const T* p) { return *(const R*)p; }

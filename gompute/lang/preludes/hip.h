@@ -33,8 +33,8 @@ GOMPUTE_FN uint64_t gompute_thread_count() { return (uint64_t)gridDim.x * gridDi
 
 // Vector access (lang/entries.py): a contiguous entry moves its arrays B bytes at a time (B of 2,
 // 4, 8 or 16), each chunk one load or store of gompute_rawB at a B-aligned address: a 16-byte one
-// is global_load_dwordx4 / global_store_dwordx4. The entry's elements are read from the chunk
-// through a union; clang's vector types, unlike HIP's uint4 class, can be union members.
+// is global_load_dwordx4 / global_store_dwordx4. gompute_vector_load<gompute_rawB>(p) reads the
+// chunk at p; the entry bit-casts it to a struct of its elements.
 typedef uint16_t gompute_raw2;
 typedef uint32_t gompute_raw4;
 #if defined(GOMPUTE_CUDA_ON_CPU)
@@ -52,8 +52,26 @@ static inline void gompute_misaligned(const void* p, int bytes, const char* entr
 }
 #define GOMPUTE_VECTOR_CHECK(p, bytes, entry, array)                                    \
   if ((uint64_t)(p) % (bytes) != 0) return gompute_misaligned((p), (bytes), (entry), (array))
+template <typename R, typename T> GOMPUTE_FN R gompute_vector_load(const T* p) { return *(const R*)p; }
 #else
 typedef uint32_t gompute_raw8 __attribute__((ext_vector_type(2)));
 typedef uint32_t gompute_raw16 __attribute__((ext_vector_type(4)));
 #define GOMPUTE_VECTOR_CHECK(p, bytes, entry, array)
+// The chunk passes through an empty asm in registers, so that it stays one load: clang would
+// otherwise split the load into one per element and join back only the elements the kernel uses
+// together (pairs, where it calls a function per element). It comes out as lanes of the element's width (the unsigned
+// integer of sizeof(T)), so that the struct of elements over it is a vector of the same lanes,
+// which stays in registers; a struct of 2-byte elements over 4-byte lanes is kept in scratch.
+template <int Bytes> struct gompute_lane;
+template <> struct gompute_lane<1> { typedef uint8_t type; };
+template <> struct gompute_lane<2> { typedef uint16_t type; };
+template <> struct gompute_lane<4> { typedef uint32_t type; };
+template <> struct gompute_lane<8> { typedef uint64_t type; };
+template <typename R, typename T>
+using gompute_lanes = typename gompute_lane<sizeof(T)>::type __attribute__((ext_vector_type(sizeof(R) / sizeof(T))));
+template <typename R, typename T> GOMPUTE_FN gompute_lanes<R, T> gompute_vector_load(const T* p) {
+  R v = *(const R*)p;
+  asm("" : "+v"(v));
+  return __builtin_bit_cast(gompute_lanes<R, T>, v);
+}
 #endif

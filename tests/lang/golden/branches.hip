@@ -47,7 +47,7 @@ GOMPUTE_GLOBAL void __launch_bounds__(256) branches(double* data, uint64_t len, 
     const uint64_t i = head + v * 2;
     GOMPUTE_VECTOR_CHECK(data + i, 16, "branches", "data");
     struct { double e[2]; } vec0;
-    vec0 = __builtin_bit_cast(decltype(vec0), *(const gompute_raw16*)(data + i));
+    vec0 = __builtin_bit_cast(decltype(vec0), gompute_vector_load<gompute_raw16>(data + i));
     vec0.e[0] = gompute_kernel_branches(vec0.e[0], params);
     vec0.e[1] = gompute_kernel_branches(vec0.e[1], params);
     *(gompute_raw16*)(data + i) = __builtin_bit_cast(gompute_raw16, vec0);
@@ -70,7 +70,7 @@ GOMPUTE_GLOBAL void __launch_bounds__(256) branches__out(double* in0, double* ou
     GOMPUTE_VECTOR_CHECK(out + i, 16, "branches__out", "out");
     struct { double e[2]; } vec0;
     struct { double e[2]; } vec1;
-    vec0 = __builtin_bit_cast(decltype(vec0), *(const gompute_raw16*)(in0 + i));
+    vec0 = __builtin_bit_cast(decltype(vec0), gompute_vector_load<gompute_raw16>(in0 + i));
     vec1.e[0] = gompute_kernel_branches(vec0.e[0], params);
     vec1.e[1] = gompute_kernel_branches(vec0.e[1], params);
     *(gompute_raw16*)(out + i) = __builtin_bit_cast(gompute_raw16, vec1);

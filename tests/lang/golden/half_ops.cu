@@ -28,8 +28,8 @@ GOMPUTE_GLOBAL void __launch_bounds__(256) half_ops(gompute_f16* in0, gompute_f1
     struct { gompute_f16 e[8]; } vec0;
     struct { gompute_f16 e[8]; } vec1;
     struct { gompute_f16 e[8]; } vec2;
-    vec0 = __builtin_bit_cast(decltype(vec0), *(const gompute_raw16*)(in0 + i));
-    vec1 = __builtin_bit_cast(decltype(vec1), *(const gompute_raw16*)(in1 + i));
+    vec0 = __builtin_bit_cast(decltype(vec0), gompute_vector_load<gompute_raw16>(in0 + i));
+    vec1 = __builtin_bit_cast(decltype(vec1), gompute_vector_load<gompute_raw16>(in1 + i));
     vec2.e[0] = gompute_store_f16(gompute_kernel_half_ops(gompute_load_f16(vec0.e[0]), gompute_load_f16(vec1.e[0])));
     vec2.e[1] = gompute_store_f16(gompute_kernel_half_ops(gompute_load_f16(vec0.e[1]), gompute_load_f16(vec1.e[1])));
     vec2.e[2] = gompute_store_f16(gompute_kernel_half_ops(gompute_load_f16(vec0.e[2]), gompute_load_f16(vec1.e[2])));

@@ -84,8 +84,8 @@ GOMPUTE_GLOBAL void __launch_bounds__(256) loops(int32_t* in0, float* in1, float
     struct { int32_t e[4]; } vec0;
     struct { float e[4]; } vec1;
     struct { float e[4]; } vec2;
-    vec0 = __builtin_bit_cast(decltype(vec0), *(const gompute_raw16*)(in0 + i));
-    vec1 = __builtin_bit_cast(decltype(vec1), *(const gompute_raw16*)(in1 + i));
+    vec0 = __builtin_bit_cast(decltype(vec0), gompute_vector_load<gompute_raw16>(in0 + i));
+    vec1 = __builtin_bit_cast(decltype(vec1), gompute_vector_load<gompute_raw16>(in1 + i));
     vec2.e[0] = gompute_kernel_loops(vec0.e[0], vec1.e[0]);
     vec2.e[1] = gompute_kernel_loops(vec0.e[1], vec1.e[1]);
     vec2.e[2] = gompute_kernel_loops(vec0.e[2], vec1.e[2]);

@@ -26,7 +26,7 @@ GOMPUTE_GLOBAL void __launch_bounds__(256) scale_relu(float* data, uint64_t len,
     const uint64_t i = head + v * 4;
     GOMPUTE_VECTOR_CHECK(data + i, 16, "scale_relu", "data");
     struct { float e[4]; } vec0;
-    vec0 = __builtin_bit_cast(decltype(vec0), *(const gompute_raw16*)(data + i));
+    vec0 = __builtin_bit_cast(decltype(vec0), gompute_vector_load<gompute_raw16>(data + i));
     vec0.e[0] = gompute_kernel_scale_relu(vec0.e[0], params);
     vec0.e[1] = gompute_kernel_scale_relu(vec0.e[1], params);
     vec0.e[2] = gompute_kernel_scale_relu(vec0.e[2], params);
@@ -51,7 +51,7 @@ GOMPUTE_GLOBAL void __launch_bounds__(256) scale_relu__out(float* in0, float* ou
     GOMPUTE_VECTOR_CHECK(out + i, 16, "scale_relu__out", "out");
     struct { float e[4]; } vec0;
     struct { float e[4]; } vec1;
-    vec0 = __builtin_bit_cast(decltype(vec0), *(const gompute_raw16*)(in0 + i));
+    vec0 = __builtin_bit_cast(decltype(vec0), gompute_vector_load<gompute_raw16>(in0 + i));
     vec1.e[0] = gompute_kernel_scale_relu(vec0.e[0], params);
     vec1.e[1] = gompute_kernel_scale_relu(vec0.e[1], params);
     vec1.e[2] = gompute_kernel_scale_relu(vec0.e[2], params);

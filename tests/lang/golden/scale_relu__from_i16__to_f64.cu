@@ -28,7 +28,7 @@ GOMPUTE_GLOBAL void __launch_bounds__(256) scale_relu__from_i16__to_f64(int16_t*
     GOMPUTE_VECTOR_CHECK(out + i, 16, "scale_relu__from_i16__to_f64", "out");
     struct { int16_t e[2]; } vec0;
     struct { double e[2]; } vec1;
-    vec0 = __builtin_bit_cast(decltype(vec0), *(const gompute_raw4*)(in0 + i));
+    vec0 = __builtin_bit_cast(decltype(vec0), gompute_vector_load<gompute_raw4>(in0 + i));
     gompute_put(vec1.e[0], gompute_kernel_scale_relu(((float)gompute_value(vec0.e[0])), params));
     gompute_put(vec1.e[1], gompute_kernel_scale_relu(((float)gompute_value(vec0.e[1])), params));
     *(gompute_raw16*)(out + i) = __builtin_bit_cast(gompute_raw16, vec1);
