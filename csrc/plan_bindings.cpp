@@ -1,9 +1,11 @@
-// The planner (planner.h) for g.map's first call of a signature (gompute/kernel.py), over
-// gompute Buffers: the same functions the repeated calls in dispatch.cpp use.
+// The planner (planner.h) for the first call of a signature of g.map (gompute/kernel.py) and
+// g.reduce (gompute/reduce.py), over gompute Buffers: the same functions the repeated calls in
+// dispatch.cpp and reduce_dispatch.cpp use.
 #include "plan_bindings.h"
 
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "planner.h"
@@ -85,6 +87,43 @@ py::tuple plan_launch(const std::vector<const Buffer*>& inputs, const Buffer& ou
   return py::make_tuple(plan::entry_name(kind), grid.blocks(uint64_t(o.count()), block), strides);
 }
 
+// (entry kind, first launch's blocks, finish's blocks, partials, layout argument) of reducing the
+// inputs into `out` over `axes` (sorted, non-negative, of the broadcast shape).
+py::tuple plan_reduce(const std::vector<const Buffer*>& inputs, const Buffer& out, const std::vector<int>& axes,
+                      bool keepdims, const plan::ReduceRules& rules) {
+  std::vector<const Buffer*> all(inputs);
+  all.push_back(&out);
+  const Arrays arrays(all);
+  check_dims(arrays);
+  const int count = arrays.size() - 1;
+  int ndim = 0;
+  int64_t shape[plan::kMaxDims];
+  if (!plan::broadcast(arrays.data(), count, ndim, shape))
+    raise(ErrorKind::ArgumentError, "plan_reduce: the inputs do not broadcast together");
+  bool reduced[plan::kMaxDims] = {};
+  for (int d : axes) {
+    if (d < 0 || d >= ndim) raise(ErrorKind::ArgumentError, "plan_reduce: an axis is out of range");
+    reduced[d] = true;
+  }
+  const int out_ndim = keepdims ? ndim : ndim - int(std::count(reduced, reduced + ndim, true));
+  if (arrays[count].ndim != out_ndim)
+    raise(ErrorKind::ArgumentError, "plan_reduce: out has " + std::to_string(arrays[count].ndim) +
+                                        " dimensions, the reduction's result " + std::to_string(out_ndim));
+  plan::ReducePlan p;
+  switch (plan::plan_reduce(arrays.data(), count, shape, ndim, reduced, keepdims, rules, p)) {
+    case plan::ReduceStatus::ok: break;
+    case plan::ReduceStatus::too_many_dims:
+      raise(ErrorKind::ArgumentError, "these arrays need " + std::to_string(p.kept_dims) + " kept and " +
+                                          std::to_string(p.reduced_dims) +
+                                          " reduced dimensions even merged; a reduction takes at most " +
+                                          std::to_string(plan::kMaxStridedDims) + " of each");
+    case plan::ReduceStatus::partial_elements:
+      raise(ErrorKind::ArgumentError, "an array's strides are not whole elements of its type");
+  }
+  return py::make_tuple(p.columns ? "columns" : "rows", p.first_blocks, p.finish_blocks, p.partials,
+                        py::bytes(p.layout));
+}
+
 }  // namespace
 
 void bind_planner(py::module_& m) {
@@ -132,6 +171,26 @@ void bind_planner(py::module_& m) {
   m.def("plan_launch", plan_launch, py::arg("inputs"), py::arg("out"), py::arg("block_size"), py::arg("vector") = 1,
         "(entry kind, grid blocks, the strided entry's strides argument or None) for a launch into out, whose "
         "contiguous entries take `vector` elements a thread a pass on a GPU.");
+  py::class_<plan::ReduceRules>(m, "ReduceRules",
+                                "How a reduction's work is cut into items and blocks on one device (planner.h).")
+      .def(py::init([](bool gpu, int64_t block, int64_t row_chunk, int64_t column_rows, int64_t column_width,
+                       int64_t block_elements, int64_t finish_partials, int64_t gpu_items, int64_t gpu_partials,
+                       int64_t gpu_max_blocks) {
+             for (int64_t v : {block, row_chunk, column_rows, column_width, block_elements, finish_partials, gpu_items,
+                               gpu_partials, gpu_max_blocks})
+               if (v < 1) raise(ErrorKind::ArgumentError, "ReduceRules: every count is at least 1");
+             return plan::ReduceRules{gpu,         block,          row_chunk,       column_rows, column_width,
+                                      block_elements, finish_partials, gpu_items, gpu_partials, gpu_max_blocks};
+           }),
+           py::kw_only(), py::arg("gpu"), py::arg("block"), py::arg("row_chunk"), py::arg("column_rows"),
+           py::arg("column_width"), py::arg("block_elements"), py::arg("finish_partials"), py::arg("gpu_items"),
+           py::arg("gpu_partials"), py::arg("gpu_max_blocks"))
+      .def_readonly("gpu", &plan::ReduceRules::gpu)
+      .def_readonly("block", &plan::ReduceRules::block);
+  m.def("plan_reduce", plan_reduce, py::arg("inputs"), py::arg("out"), py::arg("axes"), py::arg("keepdims"),
+        py::arg("rules"),
+        "(entry kind 'rows' or 'columns', first launch's blocks (0: none), finish's blocks, partials, layout "
+        "argument) of reducing the inputs into out over the sorted non-negative axes of their broadcast shape.");
 }
 
 }  // namespace gompute

@@ -2,7 +2,9 @@
 #include "planner.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <vector>
 
 namespace gompute::plan {
 
@@ -118,6 +120,177 @@ Strides pack_strides(const Array* arrays, int count, const int64_t* shape, int n
   const int32_t header[2] = {dims, 0};
   std::memcpy(packed.data(), header, sizeof header);
   return Strides::ok;
+}
+
+// ---- g.reduce ----------------------------------------------------------------------------
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return b ? (a + b - 1) / b : 0; }
+
+// Dimensions as a reduction walks them, outermost first: extents, and `rows` arrays' strides
+// in elements (row-major: dimension i's strides at i * rows).
+class Walk {
+ public:
+  explicit Walk(int rows) : rows_(rows), strides_(size_t(kMaxDims) * size_t(rows)) {}
+  int size() const { return n_; }
+  int rows() const { return rows_; }
+  int64_t extent(int i) const { return extent_[i]; }
+  int64_t stride(int i, int a) const { return strides_[size_t(i) * rows_ + a]; }
+  int64_t count() const {
+    int64_t c = 1;
+    for (int i = 0; i < n_; ++i) c *= extent_[i];
+    return c;
+  }
+  // Appends a dimension, dropped when of extent 1, merged into the one outside it when every
+  // array's stride there is this one's times its extent.
+  void push(int64_t extent, const int64_t* strides) {
+    if (extent == 1) return;
+    bool joins = n_ > 0;
+    for (int a = 0; a < rows_ && joins; ++a) joins = stride(n_ - 1, a) == strides[a] * extent;
+    const int at = joins ? n_ - 1 : n_++;
+    extent_[at] = joins ? extent_[at] * extent : extent;
+    std::copy(strides, strides + rows_, strides_.begin() + std::ptrdiff_t(at) * rows_);
+  }
+  void push_unit(const int64_t* strides) {  // an extent-1 dimension, kept
+    extent_[n_] = 1;
+    std::copy(strides, strides + rows_, strides_.begin() + std::ptrdiff_t(n_++) * rows_);
+  }
+
+ private:
+  int rows_;
+  int n_ = 0;
+  int64_t extent_[kMaxDims];
+  std::vector<int64_t> strides_;
+};
+
+// How the first launch's items are cut: gompute_reduce_layout's work fields, and the items.
+struct Cut {
+  int64_t chunk, chunks, width, per_block, finish_per_block, items;
+};
+
+Cut host_cut(const ReduceRules& r, bool columns, int64_t cols, int64_t kept_count, int64_t red_count) {
+  Cut c{};
+  if (columns) {
+    c.width = r.column_width;
+    c.chunk = r.column_rows;
+    c.chunks = ceil_div(red_count, c.chunk);
+    c.items = kept_count / cols * ceil_div(cols, c.width) * c.chunks;
+    c.per_block = std::max<int64_t>(1, r.block_elements / (std::min(c.width, cols) * std::min(c.chunk, red_count)));
+  } else {
+    c.width = 1;
+    c.chunk = r.row_chunk;
+    if (red_count <= c.chunk) {  // one item a result
+      c.chunk = std::max<int64_t>(red_count, 1);
+      c.chunks = red_count ? 1 : 0;
+      c.per_block = std::max<int64_t>(1, r.block_elements / std::max<int64_t>(red_count, 1));
+    } else {
+      c.chunks = ceil_div(red_count, c.chunk);
+      c.per_block = 1;
+    }
+    c.items = kept_count * c.chunks;
+  }
+  c.finish_per_block = std::max<int64_t>(1, r.finish_partials / std::max<int64_t>(c.chunks, 1));
+  return c;
+}
+
+// A GPU's: a block an item, its threads striding through it (rows: at least gpu_items elements a
+// thread, at most gpu_partials partials over all results) or a thread a result of a tile
+// (columns); a thread a result in the finish pass.
+Cut gpu_cut(const ReduceRules& r, bool columns, int64_t cols, int64_t kept_count, int64_t red_count) {
+  Cut c{};
+  c.per_block = 1;
+  c.finish_per_block = r.block;
+  if (columns) {
+    c.chunk = r.column_rows;
+    c.chunks = ceil_div(red_count, c.chunk);
+    c.width = r.block;
+    c.items = kept_count / cols * ceil_div(cols, r.block) * c.chunks;
+  } else {
+    c.chunks = std::min(ceil_div(red_count, r.block * r.gpu_items),
+                        std::max<int64_t>(1, r.gpu_partials / std::max<int64_t>(kept_count, 1)));
+    c.chunk = c.chunks ? std::max<int64_t>(1, ceil_div(red_count, c.chunks)) : 1;
+    c.width = 1;
+    c.items = kept_count * c.chunks;
+  }
+  c.items = std::min(c.items, r.gpu_max_blocks);
+  return c;
+}
+
+}  // namespace
+
+size_t reduce_layout_nbytes(int count) {
+  return 8 * (2 + 2 * size_t(kMaxStridedDims) + 2 * size_t(kMaxStridedDims) * (1 + size_t(count)) + 7);
+}
+
+ReduceStatus plan_reduce(const Array* arrays, int count, const int64_t* shape, int ndim, const bool* reduced,
+                         bool keepdims, const ReduceRules& rules, ReducePlan& plan) {
+  const int rows = count + 1;  // the inputs, then the output
+  for (int a = 0; a < rows; ++a)
+    for (int d = 0; d < arrays[a].ndim; ++d)
+      if (arrays[a].shape[d] != 1 && arrays[a].strides[d] % arrays[a].itemsize) return ReduceStatus::partial_elements;
+  auto step = [&](int a, int d) { return broadcast_stride(arrays[a], d, ndim) / arrays[a].itemsize; };
+  const Array& out = arrays[count];
+  Walk kept(rows), red(count);
+  std::vector<int64_t> steps(static_cast<size_t>(rows));
+  int order[kMaxDims], nred = 0;
+  int64_t weight[kMaxDims];
+  for (int d = 0, o = 0; d < ndim; ++d) {
+    if (reduced[d]) {
+      order[nred++] = d;
+      weight[d] = 0;
+      for (int a = 0; a < count; ++a) weight[d] += magnitude(step(a, d));
+      o += keepdims;  // out's extent-1 dimension
+      continue;
+    }
+    for (int a = 0; a < count; ++a) steps[a] = step(a, d);
+    steps[count] = out.strides[o++] / out.itemsize;
+    kept.push(shape[d], steps.data());
+  }
+  // The reduced dimensions by the inputs' strides, the largest outermost; ties in axis order.
+  std::stable_sort(order, order + nred, [&](int x, int y) { return weight[x] > weight[y]; });
+  for (int i = 0; i < nred; ++i) {
+    for (int a = 0; a < count; ++a) steps[a] = step(a, order[i]);
+    red.push(shape[order[i]], steps.data());
+  }
+  if (red.size() == 0) {  // every reduced extent is 1: one step, in place
+    std::fill(steps.begin(), steps.end(), int64_t(0));
+    red.push_unit(steps.data());
+  }
+  plan.kept_dims = kept.size();
+  plan.reduced_dims = red.size();
+  if (kept.size() > kMaxStridedDims || red.size() > kMaxStridedDims) return ReduceStatus::too_many_dims;
+  const int64_t kept_count = kept.count(), red_count = red.count();
+  const int64_t cols = kept.size() ? kept.extent(kept.size() - 1) : 0;
+  bool inner_kept = kept.size() > 0 && red_count > 0 && cols > 0, inner_red = true;
+  for (int a = 0; a < count; ++a) {
+    inner_kept = inner_kept && kept.stride(kept.size() - 1, a) == 1;
+    inner_red = inner_red && red.stride(red.size() - 1, a) == 1;
+  }
+  plan.columns = inner_kept && !inner_red;
+  const Cut cut = (rules.gpu ? gpu_cut : host_cut)(rules, plan.columns, cols, kept_count, red_count);
+  plan.first_blocks = ceil_div(cut.items, cut.per_block);
+  plan.finish_blocks = ceil_div(kept_count, cut.finish_per_block);
+  if (rules.gpu) plan.finish_blocks = std::min(plan.finish_blocks, rules.gpu_max_blocks);
+  plan.partials = kept_count * cut.chunks;
+  // gompute_reduce_layout<rows> (lang/reduce_entries.py): counts, shapes (1 past the dimensions),
+  // the stride tables (0 past them; the output's row of the reduced table 0), the work.
+  plan.layout.assign(reduce_layout_nbytes(count), '\0');
+  size_t at = 0;
+  auto put = [&](int64_t v) {
+    std::memcpy(&plan.layout[at], &v, 8);
+    at += 8;
+  };
+  put(kept.size());
+  put(red.size());
+  for (const Walk* w : {&kept, &red})
+    for (int i = 0; i < kMaxStridedDims; ++i) put(i < w->size() ? w->extent(i) : 1);
+  for (const Walk* w : {&kept, &red})
+    for (int a = 0; a < rows; ++a)
+      for (int i = 0; i < kMaxStridedDims; ++i) put(i < w->size() && a < w->rows() ? w->stride(i, a) : 0);
+  for (int64_t v : {kept_count, red_count, cut.chunk, cut.chunks, cut.width, cut.per_block, cut.finish_per_block})
+    put(v);
+  return ReduceStatus::ok;
 }
 
 }  // namespace gompute::plan

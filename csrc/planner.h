@@ -1,6 +1,7 @@
 // The rules of a g.map call, in one place: the shape the arrays broadcast to, the layout of
 // a new result, the entry point, the strides argument of a strided entry, whether the
-// output overlaps an input, and the grid. The first call of a signature (gompute/kernel.py,
+// output overlaps an input, and the grid; and of a g.reduce call: its dimensions, entry and
+// launches. The first call of a signature (gompute/kernel.py,
 // through the bindings in plan_bindings.cpp) and every repeated one (dispatch.cpp) ask
 // these functions, so the two paths cannot disagree. No Python here.
 #pragma once
@@ -134,5 +135,43 @@ inline GridRule grid_rule(bool gpu, Entry kind, uint32_t vector, int sms, uint32
   const uint32_t per_thread = kind == Entry::strided ? 1u : std::max<uint32_t>(vector, 1);
   return {per_thread, uint64_t(std::max(sms, 0)) * resident * kResidentRounds};
 }
+
+// ---- g.reduce ----------------------------------------------------------------------------
+
+// How a reduction's work is cut into items and blocks: the tuning constants of gompute/reduce.py
+// and of the entries it launches (lang/reduce_entries.py), for one accumulator type and device.
+struct ReduceRules {
+  bool gpu = false;
+  int64_t block = 256;         // threads of a block
+  int64_t row_chunk = 1;       // host rows: reduced elements an item of a long reduction takes
+  int64_t column_rows = 1;     // columns: reduced rows an item takes
+  int64_t column_width = 1;    // host columns: results an item takes (a GPU's: one a thread)
+  int64_t block_elements = 1;  // host: elements a block of the first launch reads, about
+  int64_t finish_partials = 1; // host: partials a block of the second launch combines, about
+  int64_t gpu_items = 1;       // GPU rows: elements a thread takes, at least
+  int64_t gpu_partials = 1;    // GPU rows: items (partials) over all results, at most, unless results outnumber them
+  int64_t gpu_max_blocks = 1;  // GPU: a launch's blocks, at most; its loops stride past them
+};
+
+// A reduction's two launches: the first's entry (`rows` or `columns`) and blocks (0: no first
+// launch, the finish writes the identity), the second's blocks, the partials passed between them,
+// and the layout argument both take.
+struct ReducePlan {
+  bool columns = false;
+  int64_t first_blocks = 0, finish_blocks = 0, partials = 0;
+  int kept_dims = 0, reduced_dims = 0;  // after merging; each at most kMaxStridedDims when planned
+  std::string layout;                   // gompute_reduce_layout<inputs + 1>, all int64
+};
+
+// Plans reducing inputs (arrays[0..count-1], broadcast to `shape`) into out (arrays[count]) over
+// the dimensions where reduced[d]; out has the kept dimensions, and extent 1 at the reduced ones
+// when keepdims. The kept dimensions go outermost in C order, the reduced ones innermost in the
+// inputs' memory order (the largest strides outermost), each group with extent-1 dimensions
+// dropped and neighbours merged wherever every array allows. `columns` runs across results where
+// the innermost kept dimension is contiguous in every input and the innermost reduced one is not.
+enum class ReduceStatus { ok, too_many_dims, partial_elements };
+ReduceStatus plan_reduce(const Array* arrays, int count, const int64_t* shape, int ndim, const bool* reduced,
+                         bool keepdims, const ReduceRules& rules, ReducePlan& plan);
+size_t reduce_layout_nbytes(int count);
 
 }  // namespace gompute::plan

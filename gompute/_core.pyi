@@ -191,6 +191,32 @@ def overlapping_inputs(inputs: Sequence[Buffer], out: Buffer) -> list[int]: ...
 def plan_launch(
     inputs: Sequence[Buffer], out: Buffer, block_size: int, vector: int = 1
 ) -> tuple[str, int, bytes | None]: ...
+def plan_reduce(
+    inputs: Sequence[Buffer], out: Buffer, axes: Sequence[int], keepdims: bool, rules: ReduceRules
+) -> tuple[str, int, int, int, bytes]: ...
+
+class ReduceRules(metaclass=_pybind11_type):
+    """How a reduction's work is cut into items and blocks on one device (csrc/planner.h)."""
+
+    def __init__(
+        self,
+        *,
+        gpu: bool,
+        block: int,
+        row_chunk: int,
+        column_rows: int,
+        column_width: int,
+        block_elements: int,
+        finish_partials: int,
+        gpu_items: int,
+        gpu_partials: int,
+        gpu_max_blocks: int,
+    ) -> None: ...
+    @property
+    def gpu(self) -> bool: ...
+    @property
+    def block(self) -> int: ...
+
 def stats() -> dict[str, int]: ...
 def shutdown(kind: int | None = None) -> None: ...
 def run_deferred_releases() -> None: ...

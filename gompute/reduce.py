@@ -6,18 +6,18 @@ arrays as `g.map` does (same interop, devices, streams, params and output making
 the axes asked for and returns an array of the first input's library: a 0-d one for
 `axis=None`.
 
-The plan: the result's dimensions ("kept") outermost and the reduced ones innermost, each
-group with extent-1 dimensions dropped and neighbours merged where every array allows, then
-one of two first launches (`lang/reduce_entries.py`): `columns` where the innermost kept
-dimension is contiguous in every input and the reduced ones are not (the lanes run across
-results), `rows` otherwise (runs along the innermost reduced dimension, gathered where it is
-strided). Its items are a fixed size, so results do not depend on the thread count.
+The plan is the C++ planner's (`plan_reduce` in csrc/planner.h): the result's dimensions
+("kept") outermost and the reduced ones innermost, each group with extent-1 dimensions dropped
+and neighbours merged where every array allows, then one of two first launches
+(`lang/reduce_entries.py`): `columns` where the innermost kept dimension is contiguous in every
+input and the reduced ones are not (the lanes run across results), `rows` otherwise (runs along
+the innermost reduced dimension, gathered where it is strided). Its items are a fixed size, so
+results do not depend on the thread count.
 """
 
 from __future__ import annotations
 
 import math
-import struct
 
 import numpy as np
 
@@ -37,11 +37,9 @@ from .kernel import (
     _output_maker,
     _target_arch,
 )
-from .lang.module import MAX_NDIM
 from .lang.reduce_entries import (
     COLUMN_ROWS,
     GPU_ITEMS,
-    LAYOUT_ARRAYS,
     LEAF_ROWS,
     ROW_LEAVES,
     column_width,
@@ -54,7 +52,6 @@ from .runtime.dynamic import _check_backend
 _BLOCK_ELEMENTS = 1 << 16  # elements a host block of the first launch reads, about
 _FINISH_PARTIALS = 1 << 14  # partials a block of the second launch combines, about
 _GPU_PARTIALS = 1 << 12  # a GPU rows launch's items (partials), at most, unless results outnumber them
-_PLANS_KEPT = 256  # plans a bound reduction keeps, by layout
 _GPU_MAX_BLOCKS = 1 << 20  # a GPU launch's blocks, at most: they stride through the items past it
 
 
@@ -69,23 +66,20 @@ class BoundReduce:
         self.compute = _compute.Compute._open(backend, ordinal)
         self._arch = _target_arch(self.compute)
         self._launchers: dict[tuple, _core.Kernel] = {}
-        self._plans: dict[tuple, _Plan] = {}
+        self._rules: dict[str, _core.ReduceRules] = {}
         self.gpu = backend is not Backend.host  # how a call is cut: GPU blocks of threads, or host items
 
     @property
     def backend(self) -> Backend:
         return self.compute.backend
 
-    def plan(self, spec, inputs, out: _core.Buffer, shape, axes, keepdims: bool) -> _Plan:
-        """The call's launches, planned once per layout (shapes, strides, types, axes)."""
-        key = (spec.name, axes, keepdims, out.shape, out.strides, *((b.shape, b.strides) for b in inputs))
-        found = self._plans.get(key)
+    def plan(self, spec, inputs, out: _core.Buffer, axes, keepdims: bool) -> tuple:
+        """(first entry kind, its blocks, the finish's blocks, partials, layout argument): the C++
+        planner's plan of the call (csrc/planner.h)."""
+        found = self._rules.get(spec.name)
         if found is None:
-            if len(self._plans) >= _PLANS_KEPT:
-                self._plans.clear()
-            found = _plan(spec, inputs, out, shape, axes, keepdims, spec.block_size if self.gpu else None)
-            self._plans[key] = found
-        return found
+            found = self._rules[spec.name] = rules(spec, self.gpu)
+        return _core.plan_reduce(inputs, out, axes, keepdims, found)
 
     def launcher(self, spec, kind: str) -> _core.Kernel:
         """The loaded entry `kind` of `spec`, compiled once."""
@@ -172,7 +166,7 @@ class _ReduceCall(_Call):
         result, out = self._reduce_output(bound, out_shape, spec, given)
         launch_stream = self._launch_stream(bound, [*inputs, out], wanted)
         if out.size:
-            self._launch(bound, spec, inputs, out, shape, axes, packed, launch_stream)
+            self._launch(bound, spec, inputs, out, axes, packed, launch_stream)
         return self.finish(result)
 
     def _dask_checked(self) -> dict:
@@ -203,18 +197,19 @@ class _ReduceCall(_Call):
         _check_overlap(name, self.inputs, out)
         return self.out, out
 
-    def _launch(self, bound: BoundReduce, spec, inputs, out, shape, axes, packed, stream) -> None:
-        plan = bound.plan(spec, inputs, out, shape, axes, self.keepdims)
+    def _launch(self, bound: BoundReduce, spec, inputs, out, axes, packed, stream) -> None:
+        kind, first_blocks, finish_blocks, count, layout = bound.plan(spec, inputs, out, axes, self.keepdims)
         host = bound.backend is Backend.host
-        partials = bound.compute.empty(max(1, plan.items_partials), spec.partial_type)
+        partials = bound.compute.empty(max(1, count), spec.partial_type)
+        block, layout = Dim3(spec.block_size), arg(layout)
         extra = [arg(packed)] if packed is not None else []
-        if plan.first_blocks:
-            core = bound.launcher(spec, plan.kind)
-            args = [*(b.arg_ptr() for b in inputs), partials.arg_ptr(), plan.layout, *extra]
-            core.launch(plan.first_grid, plan.block, 0, args, stream, wait=host)
+        if first_blocks:  # none: nothing to reduce, and the finish writes the identity
+            core = bound.launcher(spec, kind)
+            args = [*(b.arg_ptr() for b in inputs), partials.arg_ptr(), layout, *extra]
+            core.launch(Dim3(first_blocks), block, 0, args, stream, wait=host)
         finish = bound.launcher(spec, "finish")
-        args = [partials.arg_ptr(), out.arg_ptr(), plan.layout]
-        finish.launch(plan.finish_grid, plan.block, 0, args, stream, wait=host)
+        args = [partials.arg_ptr(), out.arg_ptr(), layout]
+        finish.launch(Dim3(finish_blocks), block, 0, args, stream, wait=host)
         if self.out is not None and _is_torch_tensor(self.out):  # a subclass's write counts too
             _count_write(self.out)
         if not host:
@@ -231,123 +226,18 @@ def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
         raise ArgumentError(f"axis must be None, an int or a tuple of ints, got {axis!r}") from None
 
 
-class _Plan:
-    """Both launches of a call: the first's entry kind and grid, the second's grid, the block, the
-    layout argument, the partials they pass between them."""
-
-    def __init__(self, kind: str, first_blocks: int, finish_blocks: int, items_partials: int, layout: bytes, block):
-        self.kind, self.first_blocks, self.items_partials = kind, first_blocks, items_partials
-        self.first_grid, self.finish_grid = Dim3(max(1, first_blocks)), Dim3(finish_blocks)
-        self.block, self.layout = Dim3(block), arg(layout)
-
-
-def _element_strides(b: _core.Buffer, shape) -> list[int]:
-    """`b`'s strides in elements over the broadcast `shape` (0 where it broadcasts)."""
-    itemsize = b.dtype.itemsize
-    pad = len(shape) - len(b.shape)
-    strides = [0] * pad
-    for n, s in zip(b.shape, b.strides):
-        if s % itemsize:
-            raise ArgumentError("an array's strides are not whole elements of its type")
-        strides.append(0 if n == 1 else s // itemsize)
-    return strides
-
-
-def _collapse(dims: list[tuple[int, list[int]]]) -> list[tuple[int, list[int]]]:
-    """Extent-1 dimensions dropped, neighbours merged where every array's strides allow."""
-    merged: list[tuple[int, list[int]]] = []
-    for n, strides in dims:
-        if n == 1:
-            continue
-        if merged:
-            m, outer = merged[-1]
-            if all(o == s * n for o, s in zip(outer, strides)):
-                merged[-1] = (m * n, strides)
-                continue
-        merged.append((n, strides))
-    return merged
-
-
-def _plan(spec, inputs, out: _core.Buffer, shape, axes, keepdims: bool, gpu_block: int | None) -> _Plan:
-    """The launches of a reduction; `gpu_block`: the threads of a GPU block, None on the host."""
-    n = len(inputs)
-    per_input = [_element_strides(b, shape) for b in inputs]
-    out_strides = [s // out.dtype.itemsize for s in out.strides]
-    kept_axes = [d for d in range(len(shape)) if d not in axes]
-    out_at = kept_axes if keepdims else range(len(kept_axes))
-    kept = _collapse([(shape[d], [*(s[d] for s in per_input), out_strides[o]]) for d, o in zip(kept_axes, out_at)])
-    # The reduced dimensions in the inputs' memory order, the one of the smallest strides innermost.
-    reduced = sorted(((shape[d], [s[d] for s in per_input]) for d in axes), key=lambda t: -sum(map(abs, t[1])))
-    red = _collapse(reduced) or [(1, [0] * n)]
-    if len(kept) > MAX_NDIM or len(red) > MAX_NDIM:
-        raise ArgumentError(
-            f"these arrays need {len(kept)} kept and {len(red)} reduced dimensions even merged; a reduction takes "
-            f"at most {MAX_NDIM} of each"
-        )
-    kept_count = math.prod(e for e, _ in kept)
-    red_count = math.prod(e for e, _ in red)
-    columns = bool(
-        kept and red_count > 0 and all(s == 1 for s in kept[-1][1][:n]) and not all(s == 1 for s in red[-1][1])
+def rules(spec, gpu: bool) -> _core.ReduceRules:
+    """How the planner cuts `spec`'s work on a GPU or the host: this module's constants and the
+    entries' (lang/reduce_entries.py), for its accumulator type."""
+    return _core.ReduceRules(
+        gpu=gpu,
+        block=spec.block_size,
+        row_chunk=LEAF_ROWS * lanes(spec.acc) * ROW_LEAVES,
+        column_rows=COLUMN_ROWS,
+        column_width=column_width(spec.acc),
+        block_elements=_BLOCK_ELEMENTS,
+        finish_partials=_FINISH_PARTIALS,
+        gpu_items=GPU_ITEMS,
+        gpu_partials=_GPU_PARTIALS,
+        gpu_max_blocks=_GPU_MAX_BLOCKS,
     )
-    work = _gpu_work if gpu_block else _host_work
-    kind, items, cut = work(spec.acc, kept, kept_count, red_count, columns, gpu_block)
-    layout = _pack_layout(kept, red, n, (kept_count, red_count, *cut))
-    chunks, finish_blocks = cut[1], -(-kept_count // cut[4])
-    if gpu_block:  # the finish pass strides through the results past the most blocks a launch takes
-        finish_blocks = min(finish_blocks, _GPU_MAX_BLOCKS)
-    return _Plan(kind, -(-items // cut[3]), finish_blocks, kept_count * chunks, layout, spec.block_size)
-
-
-def _host_work(acc, kept, kept_count: int, red_count: int, columns: bool, _):
-    """(kind, items, (chunk, chunks, width, per_block, finish_per_block)) of a host launch: items
-    of a fixed size, blocks of about _BLOCK_ELEMENTS elements."""
-    if columns:
-        width = column_width(acc)
-        cols = kept[-1][0]
-        chunk = COLUMN_ROWS
-        chunks = -(-red_count // chunk)
-        items = kept_count // cols * -(-cols // width) * chunks
-        per_block = max(1, _BLOCK_ELEMENTS // (min(width, cols) * min(chunk, red_count)))
-    else:
-        width = 1
-        chunk = LEAF_ROWS * lanes(acc) * ROW_LEAVES
-        if red_count <= chunk:
-            chunk, chunks = max(red_count, 1), (1 if red_count else 0)
-            per_block = max(1, _BLOCK_ELEMENTS // max(red_count, 1))
-        else:
-            chunks, per_block = -(-red_count // chunk), 1
-        items = kept_count * chunks
-    finish_per_block = max(1, _FINISH_PARTIALS // max(chunks, 1))
-    return "columns" if columns else "rows", items, (chunk, chunks, width, per_block, finish_per_block)
-
-
-def _gpu_work(acc, kept, kept_count: int, red_count: int, columns: bool, block: int):
-    """The same for a GPU: a block an item, threads striding through it (rows: at least
-    GPU_ITEMS elements a thread, at most _GPU_PARTIALS partials over all results) or a thread a
-    result of a tile (columns); a thread a result in the finish pass."""
-    if columns:
-        cols = kept[-1][0]
-        chunks = -(-red_count // COLUMN_ROWS)
-        items = kept_count // cols * -(-cols // block) * chunks
-        cut = (COLUMN_ROWS, chunks, block, 1, block)
-    else:
-        chunks = min(-(-red_count // (block * GPU_ITEMS)), max(1, _GPU_PARTIALS // max(kept_count, 1)))
-        chunk = max(1, -(-red_count // chunks)) if chunks else 1
-        items = kept_count * chunks
-        cut = (chunk, chunks, 1, 1, block)
-    return "columns" if columns else "rows", min(items, _GPU_MAX_BLOCKS), cut
-
-
-def _pack_layout(kept, red, n: int, work: tuple[int, ...]) -> bytes:
-    """`gompute_reduce_layout<n + 1>` (lang/reduce_entries.py)."""
-    rows = n + LAYOUT_ARRAYS
-
-    def table(dims, arrays: int) -> list[int]:
-        values = []
-        for a in range(rows):
-            values += [dims[d][1][a] if a < arrays else 0 for d in range(len(dims))] + [0] * (MAX_NDIM - len(dims))
-        return values
-
-    shape = lambda dims: [e for e, _ in dims] + [1] * (MAX_NDIM - len(dims))  # noqa: E731
-    values = [len(kept), len(red), *shape(kept), *shape(red), *table(kept, rows), *table(red, n), *work]
-    return struct.pack(f"<{len(values)}q", *values)

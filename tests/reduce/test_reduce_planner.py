@@ -1,0 +1,136 @@
+"""The reduction planner (csrc/planner.h's plan_reduce): its plans, and g.reduce held to NumPy on
+random layouts, axes, broadcast inputs and output layouts."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gompute as g
+from gompute import _core
+from gompute.interop import asbuffer
+
+from . import kernels as K
+
+RULES = dict(
+    gpu=False,
+    block=256,
+    row_chunk=4096,
+    column_rows=128,
+    column_width=4096,
+    block_elements=1 << 16,
+    finish_partials=1 << 14,
+    gpu_items=8,
+    gpu_partials=1 << 12,
+    gpu_max_blocks=1 << 20,
+)
+
+
+def _plan(x, axes, keepdims=False, out=None, **rules):
+    kept = [n for d, n in enumerate(x.shape) if d not in axes]
+    shape = [1 if d in axes else n for d, n in enumerate(x.shape)] if keepdims else kept
+    out = np.empty(shape, np.float32) if out is None else out
+    return _core.plan_reduce(
+        [asbuffer(x)], asbuffer(out), list(axes), keepdims, _core.ReduceRules(**{**RULES, **rules})
+    )
+
+
+def _layout(layout: bytes, arrays: int) -> dict:
+    """gompute_reduce_layout<arrays> read back."""
+    v = np.frombuffer(layout, np.int64)
+    tables = v[18 : 18 + 2 * 8 * arrays].reshape(2, arrays, 8)
+    return dict(
+        kept_ndim=v[0],
+        red_ndim=v[1],
+        kept_shape=v[2:10],
+        red_shape=v[10:18],
+        kept=tables[0],
+        red=tables[1],
+        work=v[18 + 16 * arrays :],
+    )
+
+
+def test_rows_run_along_a_contiguous_reduced_dimension():
+    kind, first, finish, partials, layout = _plan(np.zeros((6, 1000), np.float32), [1])
+    lay = _layout(layout, 2)
+    assert kind == "rows" and partials == 6 and first == 1 and finish == 1
+    assert (lay["kept_ndim"], lay["red_ndim"]) == (1, 1)
+    assert lay["kept_shape"][0] == 6 and lay["red_shape"][0] == 1000
+    assert list(lay["kept"][:, 0]) == [1000, 1] and list(lay["red"][:, 0]) == [1, 0]
+    assert list(lay["work"][:2]) == [6, 1000]
+
+
+def test_columns_run_across_results_contiguous_in_the_input():
+    kind, *_, layout = _plan(np.zeros((1000, 6), np.float32), [0])
+    lay = _layout(layout, 2)
+    assert kind == "columns" and lay["kept"][0, 0] == 1 and lay["red"][0, 0] == 6
+
+
+def test_extent_one_dimensions_drop_and_neighbours_merge():
+    x = np.zeros((4, 1, 5, 3, 7), np.float32)
+    kind, *_, layout = _plan(x, [2, 3, 4])
+    lay = _layout(layout, 2)
+    assert kind == "rows" and (lay["kept_ndim"], lay["red_ndim"]) == (1, 1) and lay["red_shape"][0] == 105
+
+
+def test_reduced_dimensions_go_in_the_inputs_memory_order():
+    x = np.zeros((5, 7, 9), np.float32).transpose(2, 0, 1)[:, ::2]  # shape (9, 3, 7), strides not C order
+    *_, layout = _plan(x, [0, 1, 2])
+    lay = _layout(layout, 2)
+    strides = list(lay["red"][0, : lay["red_ndim"]])
+    assert strides == sorted(strides, key=abs, reverse=True)
+
+
+def test_nothing_to_reduce_is_one_step_in_place():
+    kind, first, finish, partials, layout = _plan(np.zeros((3, 4), np.float32), [])
+    lay = _layout(layout, 2)
+    assert partials == 12 and lay["red_ndim"] == 1 and lay["red_shape"][0] == 1
+
+
+def test_an_empty_reduction_has_no_first_launch():
+    kind, first, finish, partials, _ = _plan(np.zeros((3, 0), np.float32), [1])
+    assert (first, partials) == (0, 0) and finish == 1
+
+
+def test_gpu_rows_use_blocks_of_threads():
+    kind, first, finish, partials, layout = _plan(np.zeros((2, 1 << 20), np.float32), [1], gpu=True)
+    work = _layout(layout, 2)["work"]
+    assert kind == "rows" and first == partials == 2 * work[3] and work[3] == (1 << 20) // (256 * 8)
+
+
+def test_too_many_dimensions_are_refused():
+    x = np.zeros((3,) * 9, np.float32)[(slice(None, None, 2),) * 9]  # nine dimensions no neighbour merges with
+    with pytest.raises(g.ArgumentError, match="0 kept and 9 reduced dimensions even merged"):
+        _plan(x, list(range(9)))
+    with pytest.raises(g.ArgumentError, match="0 kept and 9 reduced dimensions even merged"):
+        g.reduce(K.total)(x)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_any_layout_inputs_and_output_match_numpy(data):
+    """Random shapes and views (sliced, reversed, transposed, broadcast), a second input broadcast
+    against the first, any axes, keepdims, a new result or a transposed out=."""
+    ndim = data.draw(st.integers(1, 4))
+    shape = data.draw(st.lists(st.integers(0, 5), min_size=ndim, max_size=ndim))
+    shape[data.draw(st.integers(0, ndim - 1))] = data.draw(st.sampled_from([1, 40, 700]))
+    base = np.arange(math.prod(s * 2 for s in shape), dtype=np.float32).reshape([s * 2 for s in shape]) % 7
+    x = base[tuple(slice(None, None, data.draw(st.sampled_from([1, 2, -1]))) for _ in shape)]
+    x = np.transpose(x[tuple(slice(0, s) for s in shape)], data.draw(st.permutations(range(ndim))))
+    if data.draw(st.booleans()):
+        x = np.broadcast_to(x, (3, *x.shape))
+    inner = x.shape[data.draw(st.integers(0, x.ndim)) :]
+    y = (np.arange(math.prod(inner), dtype=np.float32) % 5).reshape(inner)
+    axes = data.draw(st.lists(st.integers(-x.ndim, x.ndim - 1), unique_by=lambda a: a % x.ndim, max_size=x.ndim))
+    axis = None if data.draw(st.booleans()) else tuple(axes)
+    keepdims = data.draw(st.booleans())
+    want = np.sum(x.astype(np.float64) * y, axis=axis, keepdims=keepdims).astype(np.float32)
+    if data.draw(st.booleans()) and want.ndim:
+        out = np.empty(want.shape[::-1], np.float32).T
+        assert g.reduce(K.dot)(x, y, axis=axis, keepdims=keepdims, out=out) is out
+        got = out
+    else:
+        got = g.reduce(K.dot)(x, y, axis=axis, keepdims=keepdims)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
