@@ -291,7 +291,7 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
         "    return v;",
         "  }",
         f"  int64_t off[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
-        f"  gompute_unravel<{n + 1}>(lay.red_shape, lay.red, lay.red_ndim, k0, off, idx);"
+        f"  gompute_unravel<{n + 1}>(lay.red_shape, lay.red, lay.red_ndim, k0, off, idx);",
         f"  {t} stack[{(ROW_LEAVES - 1).bit_length() + 2}][{L}];",
         "  int depth = 0;",
         "  uint64_t count = 0;",
@@ -322,6 +322,44 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
         f"  for (int w = {L // 2}; w > 0; w /= 2)",
         f"    for (int l = 0; l < w; ++l) v[l] = {sym}_tcomb(v[l], v[l + w]);",
         "  return v[0];",
+        "}",
+    ]
+
+
+SHORT_FIXED = 8  # short rows of up to this many elements get a loop of their own width
+
+
+def _host_short_rows(unit, structs, call_name: str) -> list[str]:
+    """Rows of at most `lanes` elements along one reduced dimension, one item (so one partial)
+    each, one kept dimension: results [first, last) of a block, each reduced in order in the
+    partial's type, as a row item's short path does, without that item's divisions and call.
+    Widths up to SHORT_FIXED are compile-time constants, so the loop over results vectorizes."""
+    sym, t, n = unit.name, _tree(unit), len(unit.in_storage)
+    ins, params, pass_params = _args(unit, structs)
+    lay = _layout_type(unit)
+    value = _value(unit, call_name, [f"in{k}[m * lay.kept[{k}][0] + k * lay.red[{k}][0]]" for k in range(n)])
+    inputs = ", ".join(f"in{k}" for k in range(n))
+    cases = [
+        f"    case {c}: return {sym}_short_fixed<{c}>({inputs}, partials, lay, first, last{pass_params});"
+        for c in range(1, SHORT_FIXED + 1)
+    ]
+    return [
+        "template <int C>",
+        f"GOMPUTE_FN void {sym}_short_fixed({', '.join(ins)}, {t}* partials, const {lay}& lay, int64_t first,",
+        f"                                  int64_t last{params}) {{",
+        "  const int64_t count = C ? C : lay.red_count;",
+        "  for (int64_t m = first; m < last; ++m) {",
+        f"    {t} v = ({t}){unit.identity};",
+        f"    for (int64_t k = 0; k < count; ++k) v = {sym}_tcomb(v, ({t}){value});",
+        "    partials[m] = v;",
+        "  }",
+        "}",
+        f"GOMPUTE_ROWS void {sym}_short_rows({', '.join(ins)}, {t}* partials, const {lay}& lay, int64_t first,",
+        f"                                   int64_t last{params}) {{",
+        "  switch (lay.red_count) {",
+        *cases,
+        f"    default: return {sym}_short_fixed<0>({inputs}, partials, lay, first, last{pass_params});",
+        "  }",
         "}",
     ]
 
@@ -400,6 +438,12 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
 
     rows_body = [
         "    if (first >= last) continue;",
+        "    // Short rows, one item each: a loop of their own (the row items' path would divide and call per row).",
+        "    if (layout.chunks == 1 && layout.kept_ndim == 1 && layout.red_ndim == 1 &&",
+        f"        layout.red_count <= {lanes(unit.acc)}) {{",
+        f"      {sym}_short_rows({inputs}, partials, layout, first, last{pass_params});",
+        "      continue;",
+        "    }",
         "    // The result's offsets step along with the items (a result's items are consecutive).",
         f"    int64_t at[{n + 1}], idx[GOMPUTE_MAX_NDIM], m = first / layout.chunks;",
         f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m, at, idx);",
@@ -416,9 +460,11 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
     ]
 
     finish = entries["finish"]
+    out_stride = f"layout.kept[{n}][0]"
     return [
         *_host_cascade(unit),
         *rows,
+        *_host_short_rows(unit, structs, call_name),
         *_host_columns(unit, structs, call_name),
         *first_pass("rows", "layout.kept_count * layout.chunks", rows_body),
         *first_pass("columns", _COLUMN_ITEMS, columns_body),
@@ -428,9 +474,14 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
         "  const int64_t per = layout.finish_per_block;",
         "  for (uint64_t b = launch->block_begin; b < launch->block_end; ++b) {",
         "    const int64_t first = (int64_t)b * per, end = first + per;",
+        "    const int64_t stop = end < layout.kept_count ? end : layout.kept_count;",
+        "    if (layout.chunks == 1 && layout.kept_ndim == 1) {  // a partial a result, at one stride: a copy",
+        f"      for (int64_t m = first; m < stop; ++m) {store_result(unit, f'out[m * {out_stride}]', 'partials[m]')}",
+        "      continue;",
+        "    }",
         f"    int64_t at[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
         f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, first, at, idx);",
-        "    for (int64_t m = first; m < (end < layout.kept_count ? end : layout.kept_count); ++m) {"
+        "    for (int64_t m = first; m < stop; ++m) {",
         f"      {t} v[1] = {{layout.chunks == 1 ? partials[m] : ({t}){unit.identity}}};",
         "      if (layout.chunks > 1) {  // pairwise; one partial is the result as it is",
         f"        {t} stack[64][1];",
