@@ -194,10 +194,13 @@ def _host_cascade(unit) -> list[str]:
     sym, t = unit.name, _tree(unit)
     return [
         "template <int L, typename V>",
-        f"GOMPUTE_FN void {sym}_push({t} (*stack)[L], int& depth, uint64_t& count, const V* leaf) {{",
+        f"GOMPUTE_FN void {sym}_push({t} (*stack)[L], int& depth, uint64_t& count, const V* leaf, int level = 0) {{",
         f"  {t} v[L];",
         f"  for (int l = 0; l < L; ++l) v[l] = ({t})leaf[l];",
-        "  for (uint64_t k = count++; k & 1; k >>= 1) {",
+        "  // `leaf` stands for 2^level leaves, merged pairwise already; count is a multiple of 2^level.",
+        "  const uint64_t first = count >> level;",
+        "  count += (uint64_t)1 << level;",
+        "  for (uint64_t k = first; k & 1; k >>= 1) {",
         "    --depth;",
         f"    for (int l = 0; l < L; ++l) v[l] = {sym}_tcomb(stack[depth][l], v[l]);",
         "  }",
@@ -247,6 +250,26 @@ def _full_leaf_rows(unit, value: str) -> list[str]:
     ]
 
 
+def _quad_leaves(unit, at: list[str], pass_params: str) -> list[str]:
+    """Four whole leaves at once, merged pairwise and pushed as one: the values the binary
+    counter would make of them one by one, with a quarter of its branches (the depth it merges
+    to varies leaf by leaf, and the branch on it mispredicts)."""
+    sym, t, L, RL = unit.name, _tree(unit), lanes(unit.acc), LEAF_ROWS * lanes(unit.acc)
+    leaves = [f"{sym}_leaf(q{s}, {', '.join(f'{p} + {s * RL}' for p in at)}, {RL}{pass_params});" for s in range(4)]
+    return [
+        f"    if ((count & 3) == 0 && n - j >= {4 * RL}) {{",
+        f"      {value_ctype(unit.acc)} q0[{L}], q1[{L}], q2[{L}], q3[{L}];",
+        *(f"      {line}" for line in leaves),
+        f"      {t} w[{L}];",
+        f"      for (int l = 0; l < {L}; ++l)",
+        f"        w[l] = {sym}_tcomb({sym}_tcomb(({t})q0[l], ({t})q1[l]), {sym}_tcomb(({t})q2[l], ({t})q3[l]));",
+        f"      {sym}_push<{L}>(stack, depth, count, w, 2);",
+        f"      m = {4 * RL};",
+        "      continue;",
+        "    }",
+    ]
+
+
 def _host_rows(unit, structs, call_name: str) -> list[str]:
     sym, a, t, n = unit.name, value_ctype(unit.acc), _tree(unit), len(unit.in_storage)
     ins, params, pass_params = _args(unit, structs)
@@ -275,6 +298,7 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
         f"GOMPUTE_ROWS void {sym}_run({t} (*stack)[{L}], int& depth, uint64_t& count, {p_decl}, int64_t n{params}) {{",
         "  for (int64_t j = 0, m; j < n; j += m) {",
         f"    {a} v[{L}];",
+        *([] if _exact(unit) else _quad_leaves(unit, [f"p{k} + j" for k in range(n)], pass_params)),
         f"    m = n - j < {R * L} ? n - j : {f'(n - j) / {R * L} * {R * L}' if _exact(unit) else R * L};",
         f"    {sym}_leaf(v, {', '.join(f'p{k} + j' for k in range(n))}, m{pass_params});",
         f"    {sym}_push<{L}>(stack, depth, count, v);",
