@@ -6,6 +6,9 @@ a table of medians and of ratios taken per repetition (benchmarks/timing.py).
     .venv/bin/python benchmarks/reduce.py            # 1e7 and 5e7 f32
     .venv/bin/python benchmarks/reduce.py --sizes 1e8
 
+torch runs with OMP_WAIT_POLICY=PASSIVE (unless set otherwise): its OpenMP threads otherwise spin
+between calls and take the cores from gompute's pool when the two alternate.
+
 The read baseline is `np.add.reduce(..., dtype=int32)` over the array's bytes as int32, half
 in each of two threads (NumPy releases the GIL there): a vectorized pass over the same memory
 with nothing else to do.
@@ -14,6 +17,7 @@ with nothing else to do.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -61,6 +65,7 @@ def contests(n: int, pool: ThreadPoolExecutor, torch) -> list[tuple[str, dict, s
     x, y = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
     cols = 1000
     m = x.reshape(n // cols, cols)
+    short = x[: n // 3 * 3].reshape(n // 3, 3)
     read = {"2-thread read": lambda: two_thread_read(pool, x)}
     found = [
         ("sum", {"g.reduce": lambda: g.reduce(total)(x), "np.sum": lambda: np.sum(x), **read}),
@@ -75,6 +80,14 @@ def contests(n: int, pool: ThreadPoolExecutor, torch) -> list[tuple[str, dict, s
                 "columns": lambda: g.reduce(total)(m, axis=0),
                 "np rows": lambda: np.sum(m, axis=1),
                 "np columns": lambda: np.sum(m, axis=0),
+            },
+        ),
+        (
+            f"2-D ({n // 3}, 3): full, short rows",
+            {
+                "full": lambda: g.reduce(total)(short),
+                "short rows": lambda: g.reduce(total)(short, axis=1),
+                "np short rows": lambda: np.sum(short, axis=1),
             },
         ),
     ]
@@ -92,12 +105,16 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="*", type=float, default=[1e7, 5e7])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read when torch loads its OpenMP runtime
     try:
         import torch
     except ImportError:
         torch = None
     info = machine(0)
-    print(f"{info['cpu']}, {info['cores']} cores, torch threads {torch.get_num_threads() if torch else '-'}")
+    threads = torch.get_num_threads() if torch else "-"
+    print(
+        f"{info['cpu']}, {info['cores']} cores, torch threads {threads}, OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}"
+    )
     print(f"gompute {info['git_commit']}, numpy {info['versions']['numpy']}, torch {info['versions']['torch']}\n")
     print("| n (f32) | reduction | contestant | median ms | GB/s | ratio: contestant / gompute time |")
     print("|---|---|---|---|---|---|")
