@@ -23,9 +23,6 @@ namespace py = pybind11;
 
 namespace gompute {
 
-constexpr uint64_t kKeepGilElements = 16384;
-
-
 namespace {
 
 // A complex field: two floats or doubles, the real part first (cuComplex's layout), from a
@@ -99,12 +96,89 @@ bool pack_field(const ParamField& f, PyObject* value, char* dst) {
 
 }  // namespace
 
-FastMap::FastMap(int arity, uint32_t block_size, std::vector<ParamField> fields, size_t params_size,
-                 bool has_params)
-    : arity_(arity), block_size_(block_size), fields_(std::move(fields)), params_size_(params_size),
-      has_params_(has_params) {
+ParamsPacker::ParamsPacker(std::vector<ParamField> fields, size_t size, bool has_params)
+    : fields_(std::move(fields)), size_(size), has_params_(has_params) {
   for (ParamField& f : fields_) f.key = py::reinterpret_steal<py::object>(PyUnicode_InternFromString(f.name.c_str()));
 }
+
+bool ParamsPacker::pack(PyObject* kwargs, Py_ssize_t other_keys, char* out) const {
+  const Py_ssize_t given = (kwargs ? PyDict_GET_SIZE(kwargs) : 0) - other_keys;
+  if (!has_params_) return given == 0;
+  if (given != Py_ssize_t(fields_.size())) return false;
+  std::memset(out, 0, size_);
+  for (const ParamField& f : fields_) {
+    PyObject* value = PyDict_GetItem(kwargs, f.key.ptr());  // borrowed
+    if (!value || !pack_field(f, value, out + f.offset)) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  return true;
+}
+
+void OutputMakers::remember(const std::string& inputs, py::object type, py::object make, py::tuple args,
+                            py::object kwargs) {
+  if (!kwargs.is_none() && !PyDict_Check(kwargs.ptr())) throw py::type_error("remember_output: kwargs is a dict or None");
+  Maker maker{inputs, std::move(type), std::move(make), std::move(args), std::move(kwargs)};
+  auto same = [&](const Maker& m) { return m.inputs == maker.inputs && m.type.is(maker.type); };
+  if (auto it = std::find_if(makers_.begin(), makers_.end(), same); it != makers_.end())
+    *it = std::move(maker);
+  else
+    makers_.push_back(std::move(maker));
+}
+
+py::object OutputMakers::make(PyObject* first, const int64_t* shape, int ndim, const char* signature,
+                              size_t size) const {
+  for (const Maker& m : makers_) {
+    if (m.type.ptr() != reinterpret_cast<PyObject*>(Py_TYPE(first)) || m.inputs.size() != size ||
+        std::memcmp(m.inputs.data(), signature, size) != 0)
+      continue;
+    py::tuple extents(ndim);
+    for (int d = 0; d < ndim; ++d) extents[d] = py::int_(shape[d]);
+    const Py_ssize_t extra = PyTuple_GET_SIZE(m.args.ptr());
+    py::tuple call_args(1 + extra);
+    call_args[0] = std::move(extents);
+    for (Py_ssize_t i = 0; i < extra; ++i) call_args[i + 1] = m.args[i];
+    // Our own references: the call runs Python, which may remember() over this entry.
+    const py::object make = m.make, kwargs = m.kwargs;
+    PyObject* made = PyObject_Call(make.ptr(), call_args.ptr(), kwargs.is_none() ? nullptr : kwargs.ptr());
+    if (!made && PyErr_ExceptionMatches(PyExc_Exception)) {  // e.g. a Compute shut down since: the
+      PyErr_Clear();                                          // general path makes one, or says why not
+      return py::object();
+    }
+    if (!made) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(made);
+  }
+  return py::object();
+}
+
+bool same_place(const ArrayView* inputs, int count, const ArrayView& out) {
+  for (int i = 0; i < count; ++i) {
+    const ArrayView& v = inputs[i];
+    if (v.kind() != out.kind() || v.ordinal() != out.ordinal() || v.stream() != out.stream()) return false;
+  }
+  // A host Buffer's stream, if any, is the general path's to wait for.
+  if (out.kind() == BackendKind::host) return out.stream() == nullptr;
+  for (int i = 0; i < count; ++i)
+    if (!inputs[i].has_stream()) return false;
+  return out.has_stream();
+}
+
+// Autograd then refuses a backward that needs the old values (through a detach()ed alias too)
+// rather than computing wrong gradients.
+void count_write(PyObject* tensor) {
+  static PyObject* const increment = [] {
+    py::object graph = py::module_::import("torch.autograd.graph");
+    return py::object(graph.attr("increment_version")).release().ptr();  // kept for the process
+  }();
+  PyObject* done = PyObject_CallOneArg(increment, tensor);
+  if (!done) throw py::error_already_set();
+  Py_DECREF(done);
+}
+
+FastMap::FastMap(int arity, uint32_t block_size, std::vector<ParamField> fields, size_t params_size,
+                 bool has_params)
+    : arity_(arity), block_size_(block_size), params_(std::move(fields), params_size, has_params) {}
 
 void FastMap::remember(const std::string& inputs, char out, const std::string& kind, const Kernel& kernel,
                        uint32_t vector) {
@@ -128,28 +202,7 @@ void FastMap::remember(const std::string& inputs, char out, const std::string& k
 
 void FastMap::remember_output(const std::string& inputs, py::object type, py::object make, py::tuple args,
                               py::object kwargs) {
-  if (!kwargs.is_none() && !PyDict_Check(kwargs.ptr())) throw py::type_error("remember_output: kwargs is a dict or None");
-  Maker maker{inputs, std::move(type), std::move(make), std::move(args), std::move(kwargs)};
-  auto same = [&](const Maker& m) { return m.inputs == maker.inputs && m.type.is(maker.type); };
-  if (auto it = std::find_if(makers_.begin(), makers_.end(), same); it != makers_.end())
-    *it = std::move(maker);
-  else
-    makers_.push_back(std::move(maker));
-}
-
-bool FastMap::pack_params(PyObject* kwargs, Py_ssize_t other_keys, char* out) const {
-  const Py_ssize_t given = (kwargs ? PyDict_GET_SIZE(kwargs) : 0) - other_keys;
-  if (!has_params_) return given == 0;
-  if (given != Py_ssize_t(fields_.size())) return false;
-  std::memset(out, 0, params_size_);
-  for (const ParamField& f : fields_) {
-    PyObject* value = PyDict_GetItem(kwargs, f.key.ptr());  // borrowed
-    if (!value || !pack_field(f, value, out + f.offset)) {
-      PyErr_Clear();
-      return false;
-    }
-  }
-  return true;
+  outputs_.remember(inputs, std::move(type), std::move(make), std::move(args), std::move(kwargs));
 }
 
 const FastMap::Launch* FastMap::find(const char* signature, size_t size, const ArrayView& where) const {
@@ -160,50 +213,6 @@ const FastMap::Launch* FastMap::find(const char* signature, size_t size, const A
   return nullptr;
 }
 
-// A new array of `shape` made as the general path made one for these inputs, with a first
-// array of `first`'s type; null when it has not made one yet.
-py::object FastMap::new_output(PyObject* first, const int64_t* shape, int ndim, const char* signature,
-                               size_t size) const {
-  for (const Maker& m : makers_) {
-    if (m.type.ptr() != reinterpret_cast<PyObject*>(Py_TYPE(first)) || m.inputs.size() != size ||
-        std::memcmp(m.inputs.data(), signature, size) != 0)
-      continue;
-    py::tuple extents(ndim);
-    for (int d = 0; d < ndim; ++d) extents[d] = py::int_(shape[d]);
-    const Py_ssize_t extra = PyTuple_GET_SIZE(m.args.ptr());
-    py::tuple call_args(1 + extra);
-    call_args[0] = std::move(extents);
-    for (Py_ssize_t i = 0; i < extra; ++i) call_args[i + 1] = m.args[i];
-    // Our own references: the call runs Python, which may remember_output() over this entry.
-    const py::object make = m.make, kwargs = m.kwargs;
-    PyObject* made = PyObject_Call(make.ptr(), call_args.ptr(), kwargs.is_none() ? nullptr : kwargs.ptr());
-    if (!made && PyErr_ExceptionMatches(PyExc_Exception)) {  // e.g. a Compute shut down since: the
-      PyErr_Clear();                                          // general path makes one, or says why not
-      return py::object();
-    }
-    if (!made) throw py::error_already_set();
-    return py::reinterpret_steal<py::object>(made);
-  }
-  return py::object();
-}
-
-namespace {
-
-// Counts a write into a torch tensor as torch's own in-place ops do, so that autograd
-// refuses a backward that needs the old values (through a detach()ed alias too) rather than
-// computing wrong gradients. kernel.py's _count_write, for the general path.
-void count_write(PyObject* tensor) {
-  static PyObject* const increment = [] {
-    py::object graph = py::module_::import("torch.autograd.graph");
-    return py::object(graph.attr("increment_version")).release().ptr();  // kept for the process
-  }();
-  PyObject* done = PyObject_CallOneArg(increment, tensor);
-  if (!done) throw py::error_already_set();
-  Py_DECREF(done);
-}
-
-}  // namespace
-
 py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   static PyObject* const out_key = PyUnicode_InternFromString("out");  // kept for the process
   static PyObject* const stream_key = PyUnicode_InternFromString("stream");
@@ -213,9 +222,8 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   if (stream && stream != Py_None) return py::object();
   char small_params[64];
   std::unique_ptr<char[]> big_params;
-  char* params = small_params;
-  if (params_size_ > sizeof small_params) params = (big_params = std::make_unique<char[]>(params_size_)).get();
-  if (!pack_params(kwargs, (out != nullptr) + (stream != nullptr), params)) return py::object();
+  char* params = params_.room(small_params, big_params);
+  if (!params_.pack(kwargs, (out != nullptr) + (stream != nullptr), params)) return py::object();
 
   int out_index = -1;  // the input that is the output too (in place): read once, writable
   for (int i = 0; i < arity_ && out; ++i)
@@ -242,7 +250,7 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   if (!out || out == Py_None) {
     int order[plan::kMaxDims];
     if (!plan::result_order(arrays, arity_, ndim, order)) return py::object();  // not C order: the general path
-    result = new_output(PyTuple_GET_ITEM(args, 0), shape, ndim, signature, size_t(arity_));
+    result = outputs_.make(PyTuple_GET_ITEM(args, 0), shape, ndim, signature, size_t(arity_));
     if (!result) return py::object();  // the general path has not made one for these yet
   } else {
     result = py::reinterpret_borrow<py::object>(out);
@@ -256,7 +264,7 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   const plan::Entry kind = plan::entry_kind(arrays, arity_, arrays[arity_]);
   for (int i = 0; i < arity_; ++i)  // an output over an input must be that very view
     if (plan::overlaps(arrays[i], arrays[arity_])) return py::object();
-  if (!same_place(inputs, o)) return py::object();
+  if (!same_place(inputs, arity_, o)) return py::object();
   signature[arity_] = o.format();
   signature[arity_ + 1] = char(kind);
   const Launch* found = find(signature, size_t(arity_) + 2, o);
@@ -275,20 +283,6 @@ py::object FastMap::call(PyObject* args, PyObject* kwargs) {
   launch(*found, inputs, o, n, kind == plan::Entry::inplace, params, strides);
   if (o.torch_tensor() && out && out != Py_None) count_write(out);
   return result;
-}
-
-// Whether the inputs and the output are on one device, and so on one stream the launch can
-// go on without ordering one stream after another: none on the host (a host Buffer's
-// stream, if any, is the general path's to wait for), the same one on a GPU.
-bool FastMap::same_place(const ArrayView* inputs, const ArrayView& out) const {
-  for (int i = 0; i < arity_; ++i) {
-    const ArrayView& v = inputs[i];
-    if (v.kind() != out.kind() || v.ordinal() != out.ordinal() || v.stream() != out.stream()) return false;
-  }
-  if (out.kind() == BackendKind::host) return out.stream() == nullptr;
-  for (int i = 0; i < arity_; ++i)
-    if (!inputs[i].has_stream()) return false;
-  return out.has_stream();
 }
 
 void FastMap::launch(const Launch& found, const ArrayView* inputs, const ArrayView& out, uint64_t n, bool inplace,
@@ -310,7 +304,7 @@ void FastMap::launch(const Launch& found, const ArrayView* inputs, const ArrayVi
   for (int i = 0; i <= outputs_at; ++i) pass(&addresses[i], sizeof(uint64_t));
   pass(&n, sizeof n);
   if (!strides.empty()) pass(strides.data(), strides.size());
-  if (has_params_) pass(const_cast<char*>(params), params_size_);
+  if (params_.has_params()) pass(const_cast<char*>(params), params_.size());
   const Dim3 grid{found.grid.blocks(n, block_size_), 1, 1};
   const Dim3 block{block_size_, 1, 1};
   // A GPU launch is queued on the arrays' stream and returns; the host runs it now.

@@ -23,6 +23,59 @@ struct ParamField {
 
 class ArrayView;
 
+// A host launch of at most this many elements runs holding the GIL: releasing it costs more.
+constexpr uint64_t kKeepGilElements = 16384;
+
+// A kernel's params as the fast paths (g.map's here, g.reduce's in reduce_dispatch.cpp) pack
+// them from a call's keywords, straight into the kernel's params struct.
+class ParamsPacker {
+ public:
+  ParamsPacker(std::vector<ParamField> fields, size_t size, bool has_params);
+  size_t size() const { return size_; }
+  bool has_params() const { return has_params_; }
+  // Room for the packed params: `small` when they fit, else a new block held by `big`.
+  char* room(char (&small)[64], std::unique_ptr<char[]>& big) const {
+    return size_ > sizeof small ? (big = std::make_unique<char[]>(size_)).get() : small;
+  }
+  // Packs the params among kwargs (all its keys but `other_keys` of them, the call's own
+  // keywords) into `out`; false unless they are exactly the fields, each value exactly
+  // representable in its field.
+  bool pack(PyObject* kwargs, Py_ssize_t other_keys, char* out) const;
+
+ private:
+  std::vector<ParamField> fields_;
+  size_t size_;
+  bool has_params_;
+};
+
+// How the general path made a call's new result, by the input format characters and the first
+// array's type: `make(shape, *args, **kwargs)`, a new array of that library.
+class OutputMakers {
+ public:
+  void remember(const std::string& inputs, pybind11::object type, pybind11::object make, pybind11::tuple args,
+                pybind11::object kwargs);
+  // A new array of `shape`, made as the general path made one for these inputs with a first
+  // array of `first`'s type; null when it has not made one yet, or making it failed.
+  pybind11::object make(PyObject* first, const int64_t* shape, int ndim, const char* signature, size_t size) const;
+
+ private:
+  struct Maker {
+    std::string inputs;
+    pybind11::object type;  // of the first array
+    pybind11::object make;
+    pybind11::tuple args;     // after the shape
+    pybind11::object kwargs;  // a dict, or None
+  };
+  std::vector<Maker> makers_;  // a handful: a linear scan beats hashing
+};
+
+// Whether the inputs and the output are on one device, and so on one stream a launch can go on
+// without ordering one stream after another: none on the host, the same one on a GPU.
+bool same_place(const ArrayView* inputs, int count, const ArrayView& out);
+
+// Counts a write into a torch tensor as torch's own in-place ops do (kernel.py's _count_write).
+void count_write(PyObject* tensor);
+
 // Every method runs with the GIL held (the module does not declare itself free-threaded),
 // which is what orders remember() against call().
 class FastMap {
@@ -53,29 +106,15 @@ class FastMap {
     std::shared_ptr<Kernel> kernel;
     plan::GridRule grid;
   };
-  struct Maker {
-    std::string inputs;
-    pybind11::object type;  // of the first array
-    pybind11::object make;
-    pybind11::tuple args;     // after the shape
-    pybind11::object kwargs;  // a dict, or None
-  };
-
-  bool pack_params(PyObject* kwargs, Py_ssize_t other_keys, char* out) const;
   const Launch* find(const char* signature, size_t size, const ArrayView& where) const;
-  bool same_place(const ArrayView* inputs, const ArrayView& out) const;
-  pybind11::object new_output(PyObject* first, const int64_t* shape, int ndim, const char* signature,
-                              size_t size) const;
   void launch(const Launch& found, const ArrayView* inputs, const ArrayView& out, uint64_t n, bool inplace, const char* params,
               std::string& strides);
 
   int arity_;
   uint32_t block_size_;
-  std::vector<ParamField> fields_;
-  size_t params_size_;
-  bool has_params_;
+  ParamsPacker params_;
   std::vector<Launch> launches_;  // a handful per g.map: a linear scan beats hashing
-  std::vector<Maker> makers_;
+  OutputMakers outputs_;
 };
 
 }  // namespace gompute
