@@ -12,6 +12,7 @@
 #include "plan_bindings.h"
 #include "pyargs.h"
 #include "pyglue.h"
+#include "reduce_dispatch.h"
 #include "runtime.h"
 
 namespace py = pybind11;
@@ -46,12 +47,13 @@ void set_python_error() {
   }
 }
 
-// tp_call of FastMap, and so of g.map's AutoKernel: the cached launch, else
-// self._general(*args, **kwargs). A type slot rather than a pybind11 method, so a call
-// converts no arguments and pays for no overload resolution.
-PyObject* fast_map_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+// tp_call of FastMap and FastReduce, and so of g.map's AutoKernel and g.reduce's AutoReduce: the
+// cached launch, else self._general(*args, **kwargs). A type slot rather than a pybind11 method,
+// so a call converts no arguments and pays for no overload resolution.
+template <typename Fast>
+PyObject* fast_call(PyObject* self, PyObject* args, PyObject* kwargs) {
   try {
-    py::object result = py::handle(self).cast<FastMap&>().call(args, kwargs);
+    py::object result = py::handle(self).cast<Fast&>().call(args, kwargs);
     if (result) return result.release().ptr();
     static PyObject* const general = PyUnicode_InternFromString("_general");  // kept for the process
     py::object method = py::reinterpret_steal<py::object>(PyObject_GetAttr(self, general));
@@ -315,7 +317,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("wrap_pointer", wrap_pointer, py::arg("kind"), py::arg("ordinal"), py::arg("ptr"), py::arg("code"),
         py::arg("bits"), py::arg("shape"), py::arg("strides"), py::arg("readonly"), py::arg("owner"), py::arg("what"),
         "Someone else's array as a Buffer; `owner` is kept alive with it.");
-  py::class_<FastMap>(m, "FastMap", py::custom_type_setup([](PyHeapTypeObject* type) { type->ht_type.tp_call = fast_map_call; }),
+  py::class_<FastMap>(m, "FastMap", py::custom_type_setup([](PyHeapTypeObject* type) { type->ht_type.tp_call = fast_call<FastMap>; }),
                       "g.map's cache of launches (see dispatch.cpp). Calling it, "
                       "(*arrays, out=None, stream=None, **params), launches from the cache when it takes the call, "
                       "else returns self._general(*arrays, **kwargs).")
@@ -331,6 +333,7 @@ PYBIND11_MODULE(_core, m) {
       .def("remember_output", &FastMap::remember_output, py::arg("inputs"), py::arg("type"), py::arg("make"),
            py::arg("args"), py::arg("kwargs"));
   bind_planner(m);
+  bind_fast_reduce(m, fast_call<FastReduce>);
   m.def("stats", &stats_dict, "Counters of contexts, module loads and cache hits, buffers and launches.");
   m.def(
       "shutdown",

@@ -235,6 +235,23 @@ def wrap_pointer(
     what: str,
 ) -> Buffer: ...
 
+class FastReduce(metaclass=_pybind11_type):
+    """g.reduce's cache of launches (csrc/reduce_dispatch.cpp)."""
+
+    def __init__(
+        self,
+        arity: int,
+        fields: Sequence[tuple[str, int, str, int]],
+        params_size: int,
+        has_params: bool,
+        has_identity: bool,
+    ) -> None: ...
+    def remember(
+        self, inputs: str, out: str, kind: str, first: Kernel, finish: Kernel, rules: ReduceRules, partial_size: int
+    ) -> None: ...
+    def remember_output(self, inputs: str, type: type, make: Any, args: tuple, kwargs: dict | None) -> None: ...
+    def __call__(self, *arrays: Any, **kwargs: Any) -> Any: ...
+
 class FastMap(metaclass=_pybind11_type):
     """g.map's cache of launches (csrc/dispatch.cpp)."""
 

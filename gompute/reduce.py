@@ -29,12 +29,15 @@ from .errors import ArgumentError
 from .interface import arg
 from .interop import asbuffer, describe, is_jax
 from .kernel import (
+    _FORMATS,
     _Call,
     _call_device,
     _check_overlap,
     _count_write,
+    _fast_map_args,
     _is_torch_tensor,
     _output_maker,
+    _same,
     _target_arch,
 )
 from .lang.reduce_entries import (
@@ -76,10 +79,14 @@ class BoundReduce:
     def plan(self, spec, inputs, out: _core.Buffer, axes, keepdims: bool) -> tuple:
         """(first entry kind, its blocks, the finish's blocks, partials, layout argument): the C++
         planner's plan of the call (csrc/planner.h)."""
+        return _core.plan_reduce(inputs, out, axes, keepdims, self.rules(spec))
+
+    def rules(self, spec) -> _core.ReduceRules:
+        """How the planner cuts `spec`'s work on this device, made once."""
         found = self._rules.get(spec.name)
         if found is None:
-            found = self._rules[spec.name] = rules(spec, self.gpu)
-        return _core.plan_reduce(inputs, out, axes, keepdims, found)
+            found = self._rules[spec.name] = cut_rules(spec, self.gpu)
+        return found
 
     def launcher(self, spec, kind: str) -> _core.Kernel:
         """The loaded entry `kind` of `spec`, compiled once."""
@@ -92,21 +99,46 @@ class BoundReduce:
         return found
 
 
-class AutoReduce:
-    """`g.reduce(kernel)`: a callable that reduces arrays wherever they live."""
+class AutoReduce(_core.FastReduce):
+    """`g.reduce(kernel)`: a callable that reduces arrays wherever they live.
+
+    Calling it, `(*arrays, axis=None, keepdims=False, out=None, stream=None, **params)`, starts in
+    C++ (the base class, csrc/reduce_dispatch.cpp): a call of a signature already launched on that
+    device is planned and launched at once; any other comes to `_general`.
+    """
 
     def __init__(self, kernel: ReduceKernel):
+        arity, _, fields, size, has_params = _fast_map_args(kernel)
+        super().__init__(arity, fields, size, has_params, kernel.identity is not None)
         self.kernel = kernel
         self._bound: dict[tuple[Backend, int], BoundReduce] = {}
+        self._learned: set[tuple] = set()
 
     def bound(self, backend: Backend, ordinal: int) -> BoundReduce:
         found = self._bound.get((backend, ordinal))
         if found is None or not found.compute._live().alive:
             found = self._bound[(backend, ordinal)] = BoundReduce(self.kernel, backend, ordinal)
+            self._learned = {key for key in self._learned if key[-2:] != (backend, ordinal)}
         return found
 
-    def __call__(self, /, *arrays, axis=None, keepdims=False, out=None, stream=None, **params):
+    def _general(self, /, *arrays, axis=None, keepdims=False, out=None, stream=None, **params):
         return _ReduceCall(self, arrays, out, stream, params, axis, keepdims).run()
+
+    def learn(self, bound: BoundReduce, spec, inputs, out: _core.Buffer, kind: str, first, make) -> None:
+        """Lets the C++ path take later calls like this one (same dtypes, first entry kind, device),
+        and, when this call made its output with `make(shape)`, make theirs the same way for a first
+        array of `first`'s type (a `_Maker`)."""
+        if any(b.dtype not in _FORMATS for b in (*inputs, out)):
+            return  # bf16 has no buffer-protocol format: the C++ path can't name it
+        signature = "".join(_FORMATS[b.dtype] for b in inputs)
+        key = (signature, _FORMATS[out.dtype], kind, out.backend, out.device)
+        if key not in self._learned:  # calls the C++ path can't take come back here every time
+            launchers = bound.launcher(spec, kind), bound.launcher(spec, "finish")
+            self.remember(signature, key[1], kind, *launchers, bound.rules(spec), spec.partial_type.itemsize)
+            self._learned.add(key)
+        if make is not None and (signature, type(first), out.backend, out.device) not in self._learned:
+            self.remember_output(signature, type(first), make.fn, make.args, make.kwargs)
+            self._learned.add((signature, type(first), out.backend, out.device))
 
     def __reduce__(self):
         return reduce, (self.kernel,)
@@ -184,6 +216,8 @@ class _ReduceCall(_Call):
         if out is None:
             make, self.finish = _output_maker(self.arrays[0], bound, spec.result)
             result = make(out_shape)
+            if self.finish is _same:  # the C++ path may make later results the same way
+                self.make = make
             return result, asbuffer(result)
         if out.readonly:
             why = " (JAX arrays are immutable)" if is_jax(self.out) else ""
@@ -214,6 +248,7 @@ class _ReduceCall(_Call):
             _count_write(self.out)
         if not host:
             out.stream = stream
+        self.auto.learn(bound, spec, inputs, out, kind, self.arrays[0], self.make)
 
 
 def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
@@ -226,7 +261,7 @@ def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
         raise ArgumentError(f"axis must be None, an int or a tuple of ints, got {axis!r}") from None
 
 
-def rules(spec, gpu: bool) -> _core.ReduceRules:
+def cut_rules(spec, gpu: bool) -> _core.ReduceRules:
     """How the planner cuts `spec`'s work on a GPU or the host: this module's constants and the
     entries' (lang/reduce_entries.py), for its accumulator type."""
     return _core.ReduceRules(
