@@ -1,9 +1,9 @@
 // The rules of a g.map call, in one place: the shape the arrays broadcast to, the layout of
 // a new result, the entry point, the strides argument of a strided entry, whether the
 // output overlaps an input, and the grid; and of a g.reduce call: its dimensions, entry and
-// launches. The first call of a signature (gompute/kernel.py,
-// through the bindings in plan_bindings.cpp) and every repeated one (dispatch.cpp) ask
-// these functions, so the two paths cannot disagree. No Python here.
+// launches. The first call of a signature (gompute/kernel.py, gompute/reduce.py, through the
+// bindings in plan_bindings.cpp) and every repeated one (dispatch.cpp, reduce_dispatch.cpp)
+// ask these functions, so the two paths cannot disagree. No Python here.
 #pragma once
 
 #include <algorithm>
