@@ -1,4 +1,4 @@
-"""benchmarks/gpu_targets.py: issue 5's GPU targets judged from the figures gpu_check's
+"""benchmarks/gpu_targets.py: the GPU targets of issues 5, 32 and 33, judged from the figures gpu_check's
 scenarios record, and named as not measured where a figure is missing."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import gpu_targets  # noqa: E402
 import gpu_tuning  # noqa: E402
 
-# A run where every target holds: bandwidths at 0.95x the copy, g.map a little ahead of CuPy and
-# torch, 5 us a call beside a 4.5 us bare launch and an 8 us ElementwiseKernel.
+# A run where every target holds: bandwidths at 0.95x the copy, g.map and g.reduce a little ahead
+# of CuPy and torch, 5 us a call beside a 4.5 us bare launch and an 8 us ElementwiseKernel.
 MET = {
     "cupy.copy_ms": 0.40, "cupy.scale_relu_ms": 0.42, "cupy.fused_ms": 0.84,
     "cupy.ew.scale_relu_ms": 0.43, "cupy.ew.fused_ms": 0.86,
@@ -25,7 +25,14 @@ MET = {
     "tuning.gelu.ours_ms": 0.43, "tuning.gelu.copy_ms": 0.40,
     "tuning.gelu.best_ms": 0.43, "tuning.gelu.best": "256 x per element",
     "float4.scalar_ms": 0.42, "float4.vector_ms": 0.41,
+    "buffer.copy_ms": 0.40, "buffer.scale_relu_ms": 0.42, "torch.copy_ms": 0.40,
+    "torch_dispatch.gmap_us": 5.0, "torch_dispatch.bare_us": 4.5, "torch_dispatch.expr_us": 9.0,
+    "reduce.copy_ms": 0.40, "reduce.sum_ms": 0.21, "reduce.sumsq_ms": 0.21,
+    "reduce.rows_ms": 0.25, "reduce.columns_ms": 0.28,
+    "reduce_cupy.sum_ms": 0.21, "reduce_cupy.theirs_ms": 0.22,
+    "reduce_torch.sum_ms": 0.21, "reduce_torch.theirs_ms": 0.22,
 }  # fmt: skip
+TARGETS = 24
 
 
 def _met(figures: dict) -> dict[str, bool | None]:
@@ -34,7 +41,7 @@ def _met(figures: dict) -> dict[str, bool | None]:
 
 def test_every_target_is_met_on_figures_that_meet_them():
     met = _met(MET)
-    assert len(met) == 14 and all(met.values()), met
+    assert len(met) == TARGETS and all(met.values()), met
 
 
 def test_each_miss_is_the_target_it_breaks():
@@ -52,14 +59,14 @@ def test_each_miss_is_the_target_it_breaks():
 
 
 def test_a_target_whose_figures_are_missing_names_the_row_that_measures_them():
-    no_cupy = {k: v for k, v in MET.items() if not k.startswith(("cupy.", "dispatch.", "memory."))}
+    no_cupy = {k: v for k, v in MET.items() if not k.startswith(("cupy.", "dispatch.", "memory.", "reduce_cupy."))}
     rows = gpu_targets.targets(no_cupy)
     unmeasured = [(target, text) for target, text, met in rows if met is None]
-    assert len(unmeasured) == 7 and all(met for _, _, met in rows if met is not None)
+    assert len(unmeasured) == 8 and all(met for _, _, met in rows if met is not None)
     assert ("cached g.map on a CuPy array: below CuPy's ElementwiseKernel call",
             "not measured (see 'dispatch overhead vs CuPy')") in unmeasured  # fmt: skip
     table = gpu_targets.targets_table({})
-    assert table.count("| - |") == 14 and "**no**" not in table
+    assert table.count("| - |") == TARGETS and "**no**" not in table
 
 
 def test_the_sweep_records_g_maps_launch_and_the_fastest_right_one():
