@@ -13,8 +13,7 @@ import numpy as np
 
 from .. import types as T
 from . import ir
-from .builtins import unsigned_c
-from .typing_rules import Type, concrete, is_half
+from .typing_rules import Type, concrete, is_half, unsigned_c
 
 C_KEYWORDS = frozenset(
     "alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t char32_t class "

@@ -158,3 +158,8 @@ def converts_exactly(src: ScalarType, dst: ScalarType) -> bool:
             return dst in (T.f32, T.f64, T.c64, T.c128)
         return src.kind == "b" or (src.is_integer and src.bits <= 8)
     return bool(np.can_cast(src.dtype, dst.dtype, "safe"))
+
+
+def unsigned_c(t: ScalarType) -> str:
+    """The unsigned C type integer arithmetic on `t` wraps in (never narrower than 32 bits)."""
+    return "uint64_t" if t.bits > 32 else "uint32_t"

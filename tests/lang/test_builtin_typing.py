@@ -22,6 +22,7 @@ from gompute import types as T
 from gompute.errors import CompileError
 from gompute.lang import builtins as B
 from gompute.lang import complex_math as C
+from gompute.lang import reference
 
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 DTYPES += [np.float16, np.float32, np.float64]
@@ -247,7 +248,7 @@ def test_the_docs_builtins_table_is_the_one_the_compiler_uses():
     text = DOCS.read_text()
     match = re.search(r"<!-- builtins table: generated.*?-->\n(.*?)<!-- end of the builtins table -->", text, re.S)
     assert match, "docs/kernels.md has no generated builtins table"
-    assert match.group(1) == B.markdown(), "regenerate it with gompute.lang.builtins.markdown()"
+    assert match.group(1) == reference.markdown(), "regenerate it with gompute.lang.reference.markdown()"
 
 
 @g.map_kernel
