@@ -14,11 +14,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _core, abi, types
+from . import _core, abi
 from .backend import Backend
 from .dask import holds_dask_array, lazy_map
 from .dim3 import Dim3
 from .errors import AllocFailed, ArgumentError, CompileError
+from .fast_path import params_table, teach
 from .interface import arg
 from .interop import asbuffer, describe, is_jax, library_of, stream_handle
 from .lang.entries import vector_elements
@@ -113,7 +114,7 @@ class AutoKernel(_core.FastMap):
     def __init__(self, kernel: MapKernel):
         if not isinstance(kernel, MapKernel):
             raise ArgumentError(f"g.map needs a @g.map_kernel function, got {kernel!r}")
-        super().__init__(*_fast_map_args(kernel))
+        super().__init__(*params_table(kernel))
         self.kernel = kernel
         self._bound: dict[tuple[Backend, int], BoundKernel] = {}
         self._learned: set[tuple] = set()
@@ -136,20 +137,9 @@ class AutoKernel(_core.FastMap):
         return ("gompute.map", self.kernel.__dask_tokenize__())
 
     def learn(self, inputs, out: _core.Buffer, kind: str, core: _core.Kernel, vector: int, first, make) -> None:
-        """Lets the C++ path take later calls like this one (same dtypes, entry kind, device, and
-        `vector` elements a thread a pass in a contiguous GPU entry), and, when this call made its
-        output with `make(shape)`, make theirs the same way for a first array of `first`'s type
-        (a `_Maker`)."""
-        if any(b.dtype not in _FORMATS for b in (*inputs, out)):
-            return  # bf16 has no buffer-protocol format: the C++ path can't name it
-        signature = "".join(_FORMATS[b.dtype] for b in inputs)
-        key = (signature, _FORMATS[out.dtype], kind, out.backend, out.device)
-        if key not in self._learned:  # calls the C++ path can't take come back here every time
-            self.remember(signature, key[1], kind, core, vector)
-            self._learned.add(key)
-        if make is not None and (signature, type(first), out.backend, out.device) not in self._learned:
-            self.remember_output(signature, type(first), make.fn, make.args, make.kwargs)
-            self._learned.add((signature, type(first), out.backend, out.device))
+        """Lets the C++ path take later calls like this one (`teach`), launching `core` with
+        `vector` elements a thread a pass in a contiguous GPU entry."""
+        teach(self, inputs, out, kind, first, make, lambda sig, fmt: self.remember(sig, fmt, kind, core, vector))
 
     def __repr__(self) -> str:
         return f"<g.map {self.kernel.name}>"
@@ -415,35 +405,6 @@ class _Call:
                 self.out.stream = stream
         if self.auto is not None:
             self.auto.learn(inputs, out, kind, core, vector, self.arrays[0], self.make)
-
-
-# The format characters the fast path keys a call's types on (csrc/array_view.cpp): the buffer
-# protocol's, and NumPy's type characters for complex (bf16 has none).
-_FORMATS = {
-    types.bool_: "?",
-    types.i8: "b",
-    types.u8: "B",
-    types.i16: "h",
-    types.u16: "H",
-    types.i32: "i",
-    types.u32: "I",
-    types.i64: "q",
-    types.u64: "Q",
-    types.f16: "e",
-    types.f32: "f",
-    types.f64: "d",
-    types.c64: "F",
-    types.c128: "D",
-}
-
-
-def _fast_map_args(kernel: MapKernel) -> tuple:
-    """What the C++ path needs to pack `kernel`'s params: the field table."""
-    cls = kernel.params_class
-    kind = lambda t: "e" if t is types.f16 else t.kind  # noqa: E731 - f16 apart from bf16
-    fields = [] if cls is None else [(f.name, f.offset, kind(f.type), f.type.bits) for f in cls.__fields__]
-    size = 0 if cls is None else cls.__size__
-    return kernel.arity, kernel.block_size, fields, size, cls is not None
 
 
 def _check_overlap(name: str, inputs, out) -> None:

@@ -26,15 +26,14 @@ from .backend import Backend
 from .dask import combiner, holds_dask_array, lazy_reduce
 from .dim3 import Dim3
 from .errors import ArgumentError
+from .fast_path import params_table, teach
 from .interface import arg
 from .interop import asbuffer, describe, is_jax
 from .kernel import (
-    _FORMATS,
     _Call,
     _call_device,
     _check_overlap,
     _count_write,
-    _fast_map_args,
     _is_torch_tensor,
     _output_maker,
     _same,
@@ -108,7 +107,7 @@ class AutoReduce(_core.FastReduce):
     """
 
     def __init__(self, kernel: ReduceKernel):
-        arity, _, fields, size, has_params = _fast_map_args(kernel)
+        arity, _, fields, size, has_params = params_table(kernel)
         super().__init__(arity, fields, size, has_params, kernel.identity is not None)
         self.kernel = kernel
         self._bound: dict[tuple[Backend, int], BoundReduce] = {}
@@ -125,20 +124,13 @@ class AutoReduce(_core.FastReduce):
         return _ReduceCall(self, arrays, out, stream, params, axis, keepdims).run()
 
     def learn(self, bound: BoundReduce, spec, inputs, out: _core.Buffer, kind: str, first, make) -> None:
-        """Lets the C++ path take later calls like this one (same dtypes, first entry kind, device),
-        and, when this call made its output with `make(shape)`, make theirs the same way for a first
-        array of `first`'s type (a `_Maker`)."""
-        if any(b.dtype not in _FORMATS for b in (*inputs, out)):
-            return  # bf16 has no buffer-protocol format: the C++ path can't name it
-        signature = "".join(_FORMATS[b.dtype] for b in inputs)
-        key = (signature, _FORMATS[out.dtype], kind, out.backend, out.device)
-        if key not in self._learned:  # calls the C++ path can't take come back here every time
+        """Lets the C++ path take later calls like this one (`kernel.teach`), with both launches."""
+
+        def remember(signature: str, out_format: str) -> None:
             launchers = bound.launcher(spec, kind), bound.launcher(spec, "finish")
-            self.remember(signature, key[1], kind, *launchers, bound.rules(spec), spec.partial_type.itemsize)
-            self._learned.add(key)
-        if make is not None and (signature, type(first), out.backend, out.device) not in self._learned:
-            self.remember_output(signature, type(first), make.fn, make.args, make.kwargs)
-            self._learned.add((signature, type(first), out.backend, out.device))
+            self.remember(signature, out_format, kind, *launchers, bound.rules(spec), spec.partial_type.itemsize)
+
+        teach(self, inputs, out, kind, first, make, remember)
 
     def __reduce__(self):
         return reduce, (self.kernel,)
