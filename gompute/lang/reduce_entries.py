@@ -316,7 +316,9 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
         "  }",
         f"  int64_t off[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
         f"  gompute_unravel<{n + 1}>(lay.red_shape, lay.red, lay.red_ndim, k0, off, idx);",
-        f"  {t} stack[{(ROW_LEAVES - 1).bit_length() + 2}][{L}];",
+        # The counter holds at most bit_length(leaves) levels, and an item of short runs has a leaf a
+        # run, up to one an element: sized for the item's elements, not for ROW_LEAVES.
+        f"  {t} stack[{(R * L * ROW_LEAVES).bit_length()}][{L}];",
         "  int depth = 0;",
         "  uint64_t count = 0;",
         "  const int64_t last = lay.red_ndim - 1;",
