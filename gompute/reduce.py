@@ -39,7 +39,8 @@ from .kernel import (
     _same,
     _target_arch,
 )
-from .lang.reduce_entries import (
+from .lang.reduce_kernel import ReduceKernel
+from .lang.reduce_layout import (
     COLUMN_ROWS,
     GPU_ITEMS,
     LEAF_ROWS,
@@ -47,7 +48,6 @@ from .lang.reduce_entries import (
     column_width,
     lanes,
 )
-from .lang.reduce_kernel import ReduceKernel
 from .runtime import _compute
 from .runtime.dynamic import _check_backend
 
@@ -255,7 +255,7 @@ def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
 
 def cut_rules(spec, gpu: bool) -> _core.ReduceRules:
     """How the planner cuts `spec`'s work on a GPU or the host: this module's constants and the
-    entries' (lang/reduce_entries.py), for its accumulator type."""
+    entries' (lang/reduce_layout.py), for its accumulator type."""
     return _core.ReduceRules(
         gpu=gpu,
         block=spec.block_size,

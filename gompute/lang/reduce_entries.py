@@ -20,158 +20,37 @@ pass are as on the host.
 
 from __future__ import annotations
 
-from ..types import ScalarType
-from .builtins import unsigned_c
 from .codegen import storage_ctype, value_ctype
-from .entries import _read, _write
-
-LAYOUT_ARRAYS = 1  # layout rows beyond the inputs': the output's
-LEAF_ROWS = 8  # steps per lane in a leaf
-COLUMN_BYTES = 16384  # a columns item's results: this many bytes of accumulators, in its partials row
-ROW_LEAVES = 512  # leaves in a rows item of a long reduction
-COLUMN_ROWS = 128  # reduced rows in a columns item
-COLUMN_GROUP = 16  # input rows a columns item reads at once
-GPU_ITEMS = 8  # a GPU rows item: elements per thread (grid-stride steps)
-GPU_FINISH_RUN = 64  # partials the GPU finish pass combines in a row before combining the rows
-# A columns launch's items: per result row (all kept dimensions but the last), its tiles of
-# `width` results, each over `chunks` runs of reduced rows.
-_COLUMN_ITEMS = (
-    "layout.kept_count / layout.kept_shape[layout.kept_ndim - 1] * "
-    "((layout.kept_shape[layout.kept_ndim - 1] + layout.width - 1) / layout.width) * layout.chunks"
+from .reduce_layout import (
+    COLUMN_GROUP,
+    COLUMN_ITEMS,
+    GPU_FINISH_RUN,
+    LAYOUT_SOURCE,
+    LEAF_ROWS,
+    ROW_LEAVES,
+    column_width,
+    combine_code,
+    declarations,
+    lanes,
+    layout_type,
+    mapped,
+    store_result,
+    tree_type,
 )
-
-_LAYOUT = r"""
-#ifndef GOMPUTE_REDUCE_LAYOUT
-#define GOMPUTE_REDUCE_LAYOUT
-// A reduction's layout (gompute/reduce.py packs it, all int64): the result's dimensions ("kept")
-// and the reduced ones, each array's strides over them in elements (the inputs', then the
-// output's; broadcast dimensions 0), and how the work is cut into items and blocks.
-template <int N> struct gompute_reduce_layout {
-  int64_t kept_ndim, red_ndim;
-  int64_t kept_shape[GOMPUTE_MAX_NDIM], red_shape[GOMPUTE_MAX_NDIM];
-  int64_t kept[N][GOMPUTE_MAX_NDIM], red[N][GOMPUTE_MAX_NDIM];
-  int64_t kept_count, red_count;  // result elements, reduced elements of each
-  int64_t chunk;    // rows: reduced elements an item covers; columns: reduced rows
-  int64_t chunks;   // items (so partials) per result element
-  int64_t width;    // columns: result elements an item covers; rows: 1
-  int64_t per_block, finish_per_block;  // items of the first launch, results of the second, a block
-};
-// The offset in each array of element i of dimensions (shape, strides), and its index where idx is
-// not null. The loop's trip count is fixed, so that a GPU keeps `at` in registers, not local memory.
-template <int N> GOMPUTE_FN void gompute_unravel(const int64_t* shape, const int64_t (*strides)[GOMPUTE_MAX_NDIM],
-                                                 int64_t ndim, int64_t i, int64_t* at, int64_t* idx) {
-  for (int a = 0; a < N; ++a) at[a] = 0;
-  for (int d = GOMPUTE_MAX_NDIM - 1; d >= 0; --d) {
-    if (d >= ndim) continue;
-    const int64_t k = i % shape[d];
-    i /= shape[d];
-    if (idx) idx[d] = k;
-    for (int a = 0; a < N; ++a) at[a] += k * strides[a][d];
-  }
-}
-// Where item i's partial goes: partials are result-major per chunk, [chunk][result], so that a
-// columns item accumulates its results' partials in place, contiguous.
-template <int N> GOMPUTE_FN int64_t gompute_partial(const gompute_reduce_layout<N>& lay, int64_t i) {
-  return i % lay.chunks * lay.kept_count + i / lay.chunks;
-}
-// Moves the kept index, and each array's offset, one result element on.
-template <int N> GOMPUTE_FN void gompute_next_kept(const gompute_reduce_layout<N>& lay, int64_t* idx, int64_t* at) {
-  for (int64_t d = lay.kept_ndim - 1; d >= 0; --d) {
-    for (int a = 0; a < N; ++a) at[a] += lay.kept[a][d];
-    if (++idx[d] < lay.kept_shape[d]) return;
-    for (int a = 0; a < N; ++a) at[a] -= idx[d] * lay.kept[a][d];
-    idx[d] = 0;
-  }
-}
-// Moves the reduced index n elements on, n no more than what is left of the innermost dimension.
-template <int N> GOMPUTE_FN void gompute_advance(const gompute_reduce_layout<N>& lay, int64_t* idx, int64_t* off,
-                                                 int64_t n) {
-  int64_t d = lay.red_ndim - 1;
-  for (int a = 0; a < N; ++a) off[a] += n * lay.red[a][d];
-  idx[d] += n;
-  while (d > 0 && idx[d] == lay.red_shape[d]) {
-    for (int a = 0; a < N; ++a) off[a] += lay.red[a][d - 1] - idx[d] * lay.red[a][d];
-    idx[d] = 0;
-    ++idx[--d];
-  }
-}
-#endif
-"""
-
-
-def lanes(acc: ScalarType) -> int:
-    """Independent accumulators of a rows item: 256 bytes of them (four vectors of the widest
-    registers, so that four chains of combines run at once), 8 to 128."""
-    return max(8, min(128, 256 // _value_bytes(acc)))
-
-
-def column_width(acc: ScalarType) -> int:
-    """Result elements of a columns item (its lanes)."""
-    return COLUMN_BYTES // _value_bytes(acc)
-
-
-def _value_bytes(acc: ScalarType) -> int:
-    return 4 if acc.is_float and acc.bits < 32 else max(1, acc.bits // 8)
-
-
-def combine_code(unit, a: str, b: str, combine_name: str | None) -> str:
-    """The C++ of combining accumulator values `a` and `b`."""
-    acc, ctype = unit.acc, value_ctype(unit.acc)
-    op = unit.combine
-    if op == "func":
-        return f"(({ctype}){combine_name}({a}, {b}))"
-    if op in ("min", "max"):
-        return f"gompute_{op}({a}, {b})"
-    if acc.kind == "b":
-        return {"+": f"({a} || {b})", "*": f"({a} && {b})"}.get(op, f"((bool)({a} {op} {b}))")
-    if acc.is_float or op not in ("+", "*"):
-        return f"(({ctype})({a} {op} {b}))"
-    u = unsigned_c(acc)  # integers wrap, as NumPy's do, without C++'s signed overflow
-    return f"(({ctype})(({u}){a} {op} ({u}){b}))"
-
-
-def _args(unit, structs) -> tuple[list[str], str, str]:
-    """(input parameter declarations, the params declaration or "", the params argument or "")."""
-    ins = [f"const {storage_ctype(t)}* in{k}" for k, t in enumerate(unit.in_storage)]
-    if unit.params_class is None:
-        return ins, "", ""
-    return ins, f", const {structs[unit.params_class]}& params", ", params"
-
-
-def _value(unit, call_name: str, refs: list[str]) -> str:
-    """The map part on one element of each input, as an accumulator value."""
-    args = [_read(s, t, r) for s, t, r in zip(unit.in_storage, unit.in_types, refs)]
-    if unit.params_class is not None:
-        args.append("params")
-    return f"(({value_ctype(unit.acc)}){call_name}({', '.join(args)}))"
-
-
-def _tree(unit) -> str:
-    """The C++ type leaves are merged and partials held in (ReduceSpecialization.partial_type)."""
-    return storage_ctype(unit.partial_type)
-
-
-def _layout_type(unit) -> str:
-    return f"gompute_reduce_layout<{len(unit.in_storage) + LAYOUT_ARRAYS}>"
 
 
 def reduce_entries_source(backend: str, unit, structs, call_name: str, combine_name: str | None) -> list[str]:
     """The lines of `unit`'s reduction entry points for `backend`."""
-    sym, a, t = unit.name, value_ctype(unit.acc), _tree(unit)
+    sym, a, t = unit.name, value_ctype(unit.acc), tree_type(unit)
     tree = f"{sym}_comb(a, b)" if t == a else "a + b"  # a float sum's tree, in f64
     common = [
-        *_LAYOUT.strip("\n").splitlines(),
+        *LAYOUT_SOURCE.strip("\n").splitlines(),
         f"GOMPUTE_FN {a} {sym}_comb({a} a, {a} b) {{ return {combine_code(unit, 'a', 'b', combine_name)}; }}",
         f"GOMPUTE_FN {t} {sym}_tcomb({t} a, {t} b) {{ return {tree}; }}",
     ]
     if backend == "host":
         return common + _host_entries(unit, structs, call_name)
     return common + _gpu_entries(unit, structs, call_name, backend)
-
-
-def store_result(unit, target: str, value: str) -> str:
-    """Store the accumulator `value` as the result into the output element `target`."""
-    return _write(unit.out_storage, unit.result, target, f"(({value_ctype(unit.result)}){value})")
 
 
 # ---- host ----------------------------------------------------------------------------------
@@ -191,7 +70,7 @@ def _host_arg_lines(entry, structs, lay: str) -> list[str]:
 
 def _host_cascade(unit) -> list[str]:
     """push: one leaf's lanes into the binary counter; fold: the lanes of all pushed so far."""
-    sym, t = unit.name, _tree(unit)
+    sym, t = unit.name, tree_type(unit)
     return [
         "template <int L, typename V>",
         f"GOMPUTE_FN void {sym}_push({t} (*stack)[L], int& depth, uint64_t& count, const V* leaf, int level = 0) {{",
@@ -254,7 +133,7 @@ def _quad_leaves(unit, at: list[str], pass_params: str) -> list[str]:
     """Four whole leaves at once, merged pairwise and pushed as one: the values the binary
     counter would make of them one by one, with a quarter of its branches (the depth it merges
     to varies leaf by leaf, and the branch on it mispredicts)."""
-    sym, t, L, RL = unit.name, _tree(unit), lanes(unit.acc), LEAF_ROWS * lanes(unit.acc)
+    sym, t, L, RL = unit.name, tree_type(unit), lanes(unit.acc), LEAF_ROWS * lanes(unit.acc)
     leaves = [f"{sym}_leaf(q{s}, {', '.join(f'{p} + {s * RL}' for p in at)}, {RL}{pass_params});" for s in range(4)]
     return [
         f"    if ((count & 3) == 0 && n - j >= {4 * RL}) {{",
@@ -271,14 +150,14 @@ def _quad_leaves(unit, at: list[str], pass_params: str) -> list[str]:
 
 
 def _host_rows(unit, structs, call_name: str) -> list[str]:
-    sym, a, t, n = unit.name, value_ctype(unit.acc), _tree(unit), len(unit.in_storage)
-    ins, params, pass_params = _args(unit, structs)
+    sym, a, t, n = unit.name, value_ctype(unit.acc), tree_type(unit), len(unit.in_storage)
+    ins, params, pass_params = declarations(unit, structs)
     L, R = lanes(unit.acc), LEAF_ROWS
-    ptr = lambda j: _value(unit, call_name, [f"p{k}[{j}]" for k in range(n)])  # noqa: E731
+    ptr = lambda j: mapped(unit, call_name, [f"p{k}[{j}]" for k in range(n)])  # noqa: E731
     p_decl = ", ".join(f"const {storage_ctype(t)}* p{k}" for k, t in enumerate(unit.in_storage))
-    lay = _layout_type(unit)
+    lay = layout_type(unit)
     contiguous = " && ".join(f"lay.red[{k}][last] == 1" for k in range(n))
-    short = _value(unit, call_name, [f"in{k}[at[{k}] + k * lay.red[{k}][0]]" for k in range(n)])
+    short = mapped(unit, call_name, [f"in{k}[at[{k}] + k * lay.red[{k}][0]]" for k in range(n)])
     at = lambda k: f"in{k} + at[{k}] + off[{k}]"  # noqa: E731
     return [
         f"GOMPUTE_FN void {sym}_leaf({a}* v, {p_decl}, int64_t n{params}) {{",
@@ -360,10 +239,10 @@ def _host_short_rows(unit, structs, call_name: str) -> list[str]:
     each, one kept dimension: results [first, last) of a block, each reduced in order in the
     partial's type, as a row item's short path does, without that item's divisions and call.
     Widths up to SHORT_FIXED are compile-time constants, so the loop over results vectorizes."""
-    sym, t, n = unit.name, _tree(unit), len(unit.in_storage)
-    ins, params, pass_params = _args(unit, structs)
-    lay = _layout_type(unit)
-    value = _value(unit, call_name, [f"in{k}[m * lay.kept[{k}][0] + k * lay.red[{k}][0]]" for k in range(n)])
+    sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
+    ins, params, pass_params = declarations(unit, structs)
+    lay = layout_type(unit)
+    value = mapped(unit, call_name, [f"in{k}[m * lay.kept[{k}][0] + k * lay.red[{k}][0]]" for k in range(n)])
     inputs = ", ".join(f"in{k}" for k in range(n))
     cases = [
         f"    case {c}: return {sym}_short_fixed<{c}>({inputs}, partials, lay, first, last{pass_params});"
@@ -391,13 +270,13 @@ def _host_short_rows(unit, structs, call_name: str) -> list[str]:
 
 
 def _host_columns(unit, structs, call_name: str) -> list[str]:
-    sym, t, n = unit.name, _tree(unit), len(unit.in_storage)
-    ins, params, _ = _args(unit, structs)
-    lay = _layout_type(unit)
+    sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
+    ins, params, _ = declarations(unit, structs)
+    lay = layout_type(unit)
     g = COLUMN_GROUP
 
     def val(r):
-        return _value(unit, call_name, [f"p{k}_{r}[l]" for k in range(n)])
+        return mapped(unit, call_name, [f"p{k}_{r}[l]" for k in range(n)])
 
     def row(r):
         return [
@@ -440,9 +319,9 @@ def _host_columns(unit, structs, call_name: str) -> list[str]:
 
 
 def _host_entries(unit, structs, call_name: str) -> list[str]:
-    sym, t, n = unit.name, _tree(unit), len(unit.in_storage)
+    sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
     entries = {e.kind: e for e in unit.entry_points()}
-    lay = _layout_type(unit)
+    lay = layout_type(unit)
     rows = _host_rows(unit, structs, call_name)
     pass_params = ", params" if unit.params_class is not None else ""
     inputs = ", ".join(f"in{k}" for k in range(n))
@@ -493,7 +372,7 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
         *_host_short_rows(unit, structs, call_name),
         *_host_columns(unit, structs, call_name),
         *first_pass("rows", "layout.kept_count * layout.chunks", rows_body),
-        *first_pass("columns", _COLUMN_ITEMS, columns_body),
+        *first_pass("columns", COLUMN_ITEMS, columns_body),
         f"GOMPUTE_HOST_ARITY({finish.symbol}, {finish.arity});",
         f"GOMPUTE_HOST_KERNEL({finish.symbol}) {{",
         *_host_arg_lines(finish, structs, lay),
@@ -553,7 +432,7 @@ _SHFL = {
 def _gpu_block(unit) -> list[str]:
     """The combine of every thread's value in a block, in thread 0: shuffles within each warp,
     then the first warp over the warps' results, through shared memory."""
-    sym, t = unit.name, _tree(unit)
+    sym, t = unit.name, tree_type(unit)
     return [
         f"GOMPUTE_FN {t} {sym}_block({t} v) {{",
         f"  __shared__ {t} warps[32];",
@@ -577,18 +456,18 @@ def _gpu_head(unit, entry, structs) -> str:
         if arg.kind == "pointer":
             args.append(f"{storage_ctype(arg.type)}* {arg.name}")
         elif arg.kind == "layout":
-            args.append(f"const {_layout_type(unit)} {arg.name}")
+            args.append(f"const {layout_type(unit)} {arg.name}")
         else:
             args.append(f"const {structs[arg.type]} params")
     return f"GOMPUTE_GLOBAL void __launch_bounds__({unit.block_size}) {entry.symbol}({', '.join(args)}) {{"
 
 
 def _gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
-    sym, a, t, n = unit.name, value_ctype(unit.acc), _tree(unit), len(unit.in_storage)
+    sym, a, t, n = unit.name, value_ctype(unit.acc), tree_type(unit), len(unit.in_storage)
     entries = {e.kind: e for e in unit.entry_points()}
-    strided = _value(unit, call_name, [f"in{k}[at[{k}] + off[{k}]]" for k in range(n)])
-    flat = _value(unit, call_name, [f"in{k}[at[{k}] + k * layout.red[{k}][0]]" for k in range(n)])
-    column = _value(unit, call_name, [f"in{k}[at[{k}] + off[{k}] + l]" for k in range(n)])
+    strided = mapped(unit, call_name, [f"in{k}[at[{k}] + off[{k}]]" for k in range(n)])
+    flat = mapped(unit, call_name, [f"in{k}[at[{k}] + k * layout.red[{k}][0]]" for k in range(n)])
+    column = mapped(unit, call_name, [f"in{k}[at[{k}] + off[{k}] + l]" for k in range(n)])
     indices = [f"    int64_t at[{n + 1}], off[{n + 1}];"]
     flat_offsets = " ".join(f"off[{k}] = k * layout.red[{k}][0];" for k in range(n))
     return [
@@ -621,7 +500,7 @@ def _gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         "// Block by block over the items (a tile of `width` results contiguous in every input, over the",
         "// reduced rows [k0, k1)): thread l owns result m0 + l, so each row is read in whole lines.",
         _gpu_head(unit, entries["columns"], structs),
-        f"  const int64_t items = {_COLUMN_ITEMS};",
+        f"  const int64_t items = {COLUMN_ITEMS};",
         "  const int64_t cols = layout.kept_shape[layout.kept_ndim - 1];",
         "  const int64_t tiles = (cols + layout.width - 1) / layout.width;",
         "  for (int64_t i = gompute_block_linear(); i < items; i += (int64_t)gridDim.x * gridDim.y * gridDim.z) {",

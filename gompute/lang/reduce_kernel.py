@@ -28,7 +28,8 @@ from .builtins import BUILTINS
 from .frontend import return_annotation
 from .kernel import Func, MapKernel, backend_name, compile_module
 from .module import EntryArg, EntryPoint, Specialization, module_source
-from .reduce_entries import LAYOUT_ARRAYS, reduce_entries_source
+from .reduce_entries import reduce_entries_source
+from .reduce_layout import LAYOUT_ARRAYS
 from .typing_rules import concrete, converts_exactly, is_half
 
 COMBINES = ("+", "*", "min", "max", "&", "|", "^")
