@@ -9,9 +9,10 @@ combines each result's partials pairwise and stores the result through the outpu
 So the result depends on the shape, layout and types alone, not on the threads that ran it.
 
 Inside an item, values are combined in lanes (independent accumulators, which also vectorize)
-over leaves of 8 steps, and leaves are merged in a binary counter (`push`): a pairwise tree,
-so a float sum's error grows with log(n), as NumPy's pairwise sum's does, over leaves as short
-as NumPy's.
+over leaves of 8 steps (16 for a sum of f32: no more than NumPy's), and leaves are merged in a
+binary counter (`push`): a pairwise tree, so a float sum's error grows with log(n), as NumPy's
+pairwise sum's does. A float sum's tree is f64; a few leaves of an f32 sum are merged in f32
+first (reduce_layout.NARROW_GROUP), so its f64 work is a small share of the loop's.
 
 On a GPU an item is a thread block: its threads stride through the item's elements, then the
 block reduces its threads' values with warp shuffles and shared memory; partials and the second
@@ -31,9 +32,12 @@ from .reduce_layout import (
     column_width,
     combine_code,
     declarations,
+    group_leaves,
     lanes,
     layout_type,
+    leaf_rows,
     mapped,
+    narrow_sum,
     store_result,
     tree_type,
 )
@@ -129,21 +133,33 @@ def _full_leaf_rows(unit, value: str) -> list[str]:
     ]
 
 
-def _quad_leaves(unit, at: list[str], pass_params: str) -> list[str]:
-    """Four whole leaves at once, merged pairwise and pushed as one: the values the binary
-    counter would make of them one by one, with a quarter of its branches (the depth it merges
-    to varies leaf by leaf, and the branch on it mispredicts)."""
-    sym, t, L, RL = unit.name, tree_type(unit), lanes(unit.acc), LEAF_ROWS * lanes(unit.acc)
-    leaves = [f"{sym}_leaf(q{s}, {', '.join(f'{p} + {s * RL}' for p in at)}, {RL}{pass_params});" for s in range(4)]
+def _pairwise(terms: list[str], merge) -> str:
+    """The C++ of `terms` merged pairwise, neighbours first, by merge(x, y)."""
+    while len(terms) > 1:
+        terms = [merge(x, y) for x, y in zip(terms[::2], terms[1::2])]
+    return terms[0]
+
+
+def _group_leaves(unit, at: list[str], pass_params: str) -> list[str]:
+    """group_leaves whole leaves at once, merged pairwise and pushed as one: the values the binary
+    counter would make of them one by one (a narrow sum's merges in f32, a level short of its
+    f64 tree), with a fraction of its branches (the depth it merges to varies leaf by leaf, and
+    the branch on it mispredicts) and, for a narrow sum, of its f64 work."""
+    sym, a, t, L = unit.name, value_ctype(unit.acc), tree_type(unit), lanes(unit.acc)
+    G, RL = group_leaves(unit), leaf_rows(unit) * lanes(unit.acc)
+    leaves = [f"{sym}_leaf(q{s}, {', '.join(f'{p} + {s * RL}' for p in at)}, {RL}{pass_params});" for s in range(G)]
+    if narrow_sum(unit):
+        merged = f"({t}){_pairwise([f'q{s}[l]' for s in range(G)], lambda x, y: f'{sym}_comb({x}, {y})')}"
+    else:
+        merged = _pairwise([f"({t})q{s}[l]" for s in range(G)], lambda x, y: f"{sym}_tcomb({x}, {y})")
     return [
-        f"    if ((count & 3) == 0 && n - j >= {4 * RL}) {{",
-        f"      {value_ctype(unit.acc)} q0[{L}], q1[{L}], q2[{L}], q3[{L}];",
+        f"    if ((count & {G - 1}) == 0 && n - j >= {G * RL}) {{",
+        f"      {a} {', '.join(f'q{s}[{L}]' for s in range(G))};",
         *(f"      {line}" for line in leaves),
         f"      {t} w[{L}];",
-        f"      for (int l = 0; l < {L}; ++l)",
-        f"        w[l] = {sym}_tcomb({sym}_tcomb(({t})q0[l], ({t})q1[l]), {sym}_tcomb(({t})q2[l], ({t})q3[l]));",
-        f"      {sym}_push<{L}>(stack, depth, count, w, 2);",
-        f"      m = {4 * RL};",
+        f"      for (int l = 0; l < {L}; ++l) w[l] = {merged};",
+        f"      {sym}_push<{L}>(stack, depth, count, w, {G.bit_length() - 1});",
+        f"      m = {G * RL};",
         "      continue;",
         "    }",
     ]
@@ -152,7 +168,7 @@ def _quad_leaves(unit, at: list[str], pass_params: str) -> list[str]:
 def _host_rows(unit, structs, call_name: str) -> list[str]:
     sym, a, t, n = unit.name, value_ctype(unit.acc), tree_type(unit), len(unit.in_storage)
     ins, params, pass_params = declarations(unit, structs)
-    L, R = lanes(unit.acc), LEAF_ROWS
+    L, R = lanes(unit.acc), leaf_rows(unit)
     ptr = lambda j: mapped(unit, call_name, [f"p{k}[{j}]" for k in range(n)])  # noqa: E731
     p_decl = ", ".join(f"const {storage_ctype(t)}* p{k}" for k, t in enumerate(unit.in_storage))
     lay = layout_type(unit)
@@ -177,7 +193,7 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
         f"GOMPUTE_ROWS void {sym}_run({t} (*stack)[{L}], int& depth, uint64_t& count, {p_decl}, int64_t n{params}) {{",
         "  for (int64_t j = 0, m; j < n; j += m) {",
         f"    {a} v[{L}];",
-        *([] if _exact(unit) else _quad_leaves(unit, [f"p{k} + j" for k in range(n)], pass_params)),
+        *([] if _exact(unit) else _group_leaves(unit, [f"p{k} + j" for k in range(n)], pass_params)),
         f"    m = n - j < {R * L} ? n - j : {f'(n - j) / {R * L} * {R * L}' if _exact(unit) else R * L};",
         f"    {sym}_leaf(v, {', '.join(f'p{k} + j' for k in range(n))}, m{pass_params});",
         f"    {sym}_push<{L}>(stack, depth, count, v);",
@@ -197,7 +213,7 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
         f"  gompute_unravel<{n + 1}>(lay.red_shape, lay.red, lay.red_ndim, k0, off, idx);",
         # The counter holds at most bit_length(leaves) levels, and an item of short runs has a leaf a
         # run, up to one an element: sized for the item's elements, not for ROW_LEAVES.
-        f"  {t} stack[{(R * L * ROW_LEAVES).bit_length()}][{L}];",
+        f"  {t} stack[{(LEAF_ROWS * L * ROW_LEAVES).bit_length()}][{L}];",
         "  int depth = 0;",
         "  uint64_t count = 0;",
         "  const int64_t last = lay.red_ndim - 1;",

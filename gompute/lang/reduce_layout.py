@@ -12,8 +12,15 @@ from .typing_rules import unsigned_c
 
 LAYOUT_ARRAYS = 1  # layout rows beyond the inputs': the output's
 LEAF_ROWS = 8  # steps per lane in a leaf
+# A sum of f32 (or narrower) values: its leaves are NARROW_LEAF_ROWS steps a lane, and NARROW_GROUP of
+# them are merged pairwise in f32 before the f64 tree, so an element passes through at most
+# NARROW_LEAF_ROWS + log2(NARROW_GROUP) f32 roundings (NumPy's pairwise sum: 16 in its blocks of 128,
+# then one a level, all in f32) and the f64 work, per element, is a sixteenth of the leaves'.
+NARROW_LEAF_ROWS = 16
+NARROW_GROUP = 4
+GROUP_LEAVES = 4  # leaves of any other non-exact combine merged pairwise before the binary counter
 COLUMN_BYTES = 16384  # a columns item's results: this many bytes of accumulators, in its partials row
-ROW_LEAVES = 512  # leaves in a rows item of a long reduction
+ROW_LEAVES = 512  # a rows item of a long reduction: the elements of this many LEAF_ROWS-step leaves
 COLUMN_ROWS = 128  # reduced rows in a columns item
 COLUMN_GROUP = 16  # input rows a columns item reads at once
 GPU_ITEMS = 8  # a GPU rows item: elements per thread (grid-stride steps)
@@ -88,6 +95,22 @@ def lanes(acc: ScalarType) -> int:
     """Independent accumulators of a rows item: 256 bytes of them (four vectors of the widest
     registers, so that four chains of combines run at once), 8 to 128."""
     return max(8, min(128, 256 // value_bytes(acc)))
+
+
+def narrow_sum(unit) -> bool:
+    """Whether `unit` is a float sum whose accumulator is narrower than its tree's f64."""
+    return unit.combine == "+" and unit.acc.is_float and unit.acc.bits < 64
+
+
+def leaf_rows(unit) -> int:
+    """Steps per lane in a leaf of `unit`'s rows items."""
+    return NARROW_LEAF_ROWS if narrow_sum(unit) else LEAF_ROWS
+
+
+def group_leaves(unit) -> int:
+    """Whole leaves merged pairwise (in the accumulator's type for a narrow sum, else the tree's) and
+    pushed to the binary counter as one."""
+    return NARROW_GROUP if narrow_sum(unit) else GROUP_LEAVES
 
 
 def column_width(acc: ScalarType) -> int:
