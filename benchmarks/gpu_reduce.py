@@ -16,7 +16,7 @@ import time
 import numpy as np
 from gpu_interop import frameworks
 from gpu_timing import cupy_ms, event_ms, torch_ms
-from reduce import sumsq, total  # the host benchmark's kernels, so both time the same code
+from reductions import sumsq, total  # the host benchmark's kernels, so both time the same code
 
 import gompute as g
 

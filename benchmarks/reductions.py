@@ -3,8 +3,8 @@ aims: a 1e7+ f32 full sum reads at >= 0.8x the two-thread read and beats np.sum 
 row and column reductions of a 2-D array within 1.5x of the full one). Not a test: it prints
 a table of medians and of ratios taken per repetition (benchmarks/timing.py).
 
-    .venv/bin/python benchmarks/reduce.py            # 1e7 and 5e7 f32
-    .venv/bin/python benchmarks/reduce.py --sizes 1e8
+    .venv/bin/python benchmarks/reductions.py            # 1e7 and 5e7 f32
+    .venv/bin/python benchmarks/reductions.py --sizes 1e8
 
 torch runs with OMP_WAIT_POLICY=PASSIVE (unless set otherwise): its OpenMP threads otherwise spin
 between calls and take the cores from gompute's pool when the two alternate.
