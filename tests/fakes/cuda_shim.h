@@ -493,6 +493,22 @@ GOMPUTE_CUDA_ATOMICS(unsigned long long)
     gompute_cuda::launch<GOMPUTE_CUDA_COOPERATIVE>(launch, gompute_cuda_##name, name##_fake_cuda_max_threads); \
   }
 
+// The 8- and 16-byte chunks of the preludes' vector access (preludes/cuda.h, hip.h), and its
+// alignment check: a GPU faults on a misaligned vector access (or, worse, the address is silently
+// rounded down); on the CPU it would pass unseen, so each one is checked and traps, naming the array.
+struct alignas(8) gompute_raw8 { uint32_t x, y; };
+struct alignas(16) gompute_raw16 { uint32_t x, y, z, w; };
+static inline void gompute_misaligned(const void* p, int bytes, const char* entry, const char* array) {
+  char message[192], digits[] = "0x0000000000000000";
+  for (int k = 0; k < 16; ++k) digits[2 + k] = "0123456789abcdef"[((uint64_t)p >> (60 - 4 * k)) & 15];
+  char* at = stpcpy(stpcpy(stpcpy(message, entry), ": misaligned "), bytes >= 10 ? "1" : "");
+  *at++ = (char)('0' + bytes % 10);
+  stpcpy(stpcpy(stpcpy(stpcpy(at, "-byte vector access to "), array), " at "), digits);
+  gompute_cuda::t_grid->launch->trap(gompute_cuda::t_grid->launch, message);
+}
+#define GOMPUTE_VECTOR_CHECK(p, bytes, entry, array)                                    \
+  if ((uint64_t)(p) % (bytes) != 0) return gompute_misaligned((p), (bytes), (entry), (array))
+
 // The GPU preludes spell int64_t and uint64_t as long long types, as NVRTC and hiprtc do; this
 // machine's C library has declared them as long ones above. The GPU text gets names of its own
 // for them, so both its typedefs and its overloads are the ones a GPU compiler sees.

@@ -38,22 +38,7 @@ GOMPUTE_FN uint64_t gompute_thread_count() { return (uint64_t)gridDim.x * gridDi
 // entry bit-casts it to a struct of its elements.
 typedef uint16_t gompute_raw2;
 typedef uint32_t gompute_raw4;
-#if defined(GOMPUTE_CUDA_ON_CPU)
-struct alignas(8) gompute_raw8 { uint32_t x, y; };
-struct alignas(16) gompute_raw16 { uint32_t x, y, z, w; };
-// A GPU faults on a misaligned vector access (or, worse, the address is silently rounded down);
-// on the CPU it would pass unseen, so each one is checked and traps, naming the array.
-static inline void gompute_misaligned(const void* p, int bytes, const char* entry, const char* array) {
-  char message[192], digits[] = "0x0000000000000000";
-  for (int k = 0; k < 16; ++k) digits[2 + k] = "0123456789abcdef"[((uint64_t)p >> (60 - 4 * k)) & 15];
-  char* at = stpcpy(stpcpy(stpcpy(message, entry), ": misaligned "), bytes >= 10 ? "1" : "");
-  *at++ = (char)('0' + bytes % 10);
-  stpcpy(stpcpy(stpcpy(stpcpy(at, "-byte vector access to "), array), " at "), digits);
-  gompute_cuda::t_grid->launch->trap(gompute_cuda::t_grid->launch, message);
-}
-#define GOMPUTE_VECTOR_CHECK(p, bytes, entry, array)                                    \
-  if ((uint64_t)(p) % (bytes) != 0) return gompute_misaligned((p), (bytes), (entry), (array))
-#else
+#if !defined(GOMPUTE_CUDA_ON_CPU)  // on the CPU: the chunk types and alignment check of tests/fakes/cuda_shim.h
 typedef uint2 gompute_raw8;
 typedef uint4 gompute_raw16;
 #define GOMPUTE_VECTOR_CHECK(p, bytes, entry, array)
