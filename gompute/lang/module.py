@@ -24,8 +24,8 @@ MAX_NDIM = MAX_STRIDED_DIMS  # the planner's limit, GOMPUTE_MAX_NDIM in preludes
 _PRELUDES = Path(__file__).with_name("preludes")
 _PRELUDE_FILES = {
     "host": ("host.h", "common.h", "complex.h", "host_strided.h"),
-    "cuda": ("cuda.h", "common.h", "complex.h"),
-    "hip": ("hip.h", "common.h", "complex.h"),
+    "cuda": ("gpu_ints.h", "cuda.h", "common.h", "complex.h"),
+    "hip": ("gpu_ints.h", "hip.h", "common.h", "complex.h"),
 }
 
 

@@ -1,12 +1,5 @@
-// gompute CUDA prelude (NVRTC): no headers, so the generated code builds wherever NVRTC runs.
-typedef signed char int8_t;
-typedef short int16_t;
-typedef int int32_t;
-typedef long long int64_t;
-typedef unsigned char uint8_t;
-typedef unsigned short uint16_t;
-typedef unsigned int uint32_t;
-typedef unsigned long long uint64_t;
+// gompute CUDA prelude (NVRTC): no headers, so the generated code builds wherever NVRTC runs;
+// the fixed-width integers come before it (gpu_ints.h).
 
 #define GOMPUTE_FN static __device__ __forceinline__
 #define GOMPUTE_GLOBAL extern "C" __global__

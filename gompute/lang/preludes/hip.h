@@ -1,17 +1,5 @@
-// gompute HIP prelude (hiprtc, clang): fixed-width integers and _Float16.
-// hiprtc's built-in header declares uint32_t, uint64_t, int32_t and int64_t itself up to ROCm 6
-// (as unsigned int, unsigned long long, int, long long) and none of them from ROCm 7 on. C++
-// allows a typedef to be repeated only with the same type, so each width is spelled here as
-// hiprtc spells it: clang's own __INT64_TYPE__ is long, which would clash.
-typedef signed char int8_t;
-typedef short int16_t;
-typedef int int32_t;
-typedef long long int64_t;
-typedef unsigned char uint8_t;
-typedef unsigned short uint16_t;
-typedef unsigned int uint32_t;
-typedef unsigned long long uint64_t;
-static_assert(sizeof(int64_t) == 8 && sizeof(int32_t) == 4 && sizeof(int16_t) == 2, "fixed-width integers");
+// gompute HIP prelude (hiprtc, clang): bit casts, f16 through _Float16, thread indices, vector
+// access. The fixed-width integers come before it (gpu_ints.h).
 
 #define GOMPUTE_FN static __device__ __forceinline__
 #define GOMPUTE_GLOBAL extern "C" __global__
