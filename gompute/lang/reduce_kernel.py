@@ -223,6 +223,11 @@ class ReduceKernel:
         spec = self.map_part.variant(in_storage)
         ret = concrete(spec.out_type)
         acc, result = self.accumulator(ret)
+        if acc.kind == "c":
+            raise ArgumentError(
+                f"{self.name}: g.reduce does not reduce complex values yet (the accumulator would be {acc.name}); "
+                "reduce the real and imaginary parts with two kernels (return z.real, z.imag)"
+            )
         if self.combine in ("&", "|", "^") and acc.is_float:
             raise ArgumentError(
                 f"{self.name}: combine {self.combine!r} takes integers or bools, and returns {acc.name}"

@@ -181,6 +181,12 @@ def test_out_and_axis_errors():
         K.sumsq(x)
 
 
+def test_complex_values_are_refused_naming_the_way_out():
+    z = np.array([1 + 2j, 3 - 1j], np.complex64)
+    with pytest.raises(g.ArgumentError, match=r"does not reduce complex values yet \(the accumulator would be c64\)"):
+        g.reduce(K.total)(z)
+
+
 def test_kernel_errors_at_decoration():
     with pytest.raises(g.ArgumentError, match="identity"):
 
