@@ -43,6 +43,8 @@ TOUCHES = {
 def run_child(fake_libcuda, code: str, **env: str) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_CUDA_", "GOMPUTE_BACKEND"))}
     full.update(env, GOMPUTE_LIBCUDA=str(fake_libcuda["fake"]), FAKE_CUDA_DELAY_US="0")
+    if "ASAN_OPTIONS" in full:  # under `make sanitize` the SIGSEGV must kill the child, not ASan's report
+        full["ASAN_OPTIONS"] += ":handle_segv=0"
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(SETUP) + code + "\nprint('touched', flush=True)\n"],
         env=full,
