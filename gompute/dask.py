@@ -7,7 +7,8 @@ chunks and CuPy chunks CuPy ones, on whichever worker runs it (the kernel pickle
 it, lang/pickling.py). The result's dtype and `meta` come from the kernel's signature: nothing
 runs on empty arrays to find them. A reduction is Dask's own `reduction`: the kernel on each
 chunk (keeping the reduced dimensions), then its combine alone over the chunks' results, in
-Dask's tree.
+Dask's tree. A reduction of several inputs first aligns them as a map does, its `blockwise`
+calling the kernel on each block's chunks, and hands Dask's `reduction` those partial results.
 """
 
 from __future__ import annotations
@@ -32,60 +33,77 @@ def holds_dask_array(values) -> bool:
 def lazy_map(call, kernel: MapKernel, arrays, params: dict):
     """The Dask array of `call(*chunks, **params)` over `arrays` (Dask arrays, and NumPy arrays
     they broadcast with), `call` being `g.map(kernel)` or a `g.BoundKernel` of it."""
-    import dask.array as da
-    from dask.array.utils import meta_from_array
-
     spec = kernel.variant(tuple(from_dtype(a.dtype) for a in arrays))
     if spec.out_type.dtype is None:
         raise ArgumentError(
             f"{kernel.name} returns {spec.out_type.name}, which NumPy (and so Dask) has no dtype for; "
             "return a type NumPy has, such as g.f32"
         )
-    ndim = max(np.ndim(a) for a in arrays)
-    pairs = []
-    for a in arrays:
-        pairs += [a, tuple(range(np.ndim(a)))[::-1]]  # the last dimension is index 0 in every array
-    chunk_type = next(a for a in arrays if isinstance(a, da.Array))._meta
-    meta = meta_from_array(chunk_type, ndim=ndim, dtype=spec.out_type.dtype)
     # Params go in a partial, not as blockwise's keywords, which a field named `dtype` or `name` would be.
     fn = functools.partial(call, **params) if params else call
-    return da.blockwise(fn, tuple(range(ndim))[::-1], *pairs, token=kernel.name, dtype=meta.dtype, meta=meta)
+    return _blockwise(fn, kernel.name, arrays, spec.out_type.dtype)
 
 
 def lazy_reduce(call, fold, kernel, arrays, axis, keepdims: bool, params: dict):
-    """The Dask array of `call(array, axis=axis, keepdims=keepdims, **params)`, `call` being
+    """The Dask array of `call(*arrays, axis=axis, keepdims=keepdims, **params)`, `call` being
     `g.reduce(kernel)`: Dask's own `reduction`, whose chunk step is the call on each chunk and
     whose combine and aggregate steps are `fold`, `g.reduce(combiner(kernel))`, over the chunks'
-    results."""
+    results. Several inputs (Dask arrays, and NumPy arrays they broadcast with) are aligned by a
+    `blockwise` of the call on each block's chunks, whose partial results the chunk step keeps."""
     import dask.array as da
     from dask.array.utils import meta_from_array
 
-    if len(arrays) != 1:
-        raise ArgumentError(
-            f"{kernel.name} takes {len(arrays)} arrays, and a Dask reduction (dask.array.reduction) takes one; "
-            "reduce the Dask arrays one by one, or map them to one first with g.map"
-        )
-    x = arrays[0] if isinstance(arrays[0], da.Array) else da.asarray(arrays[0])
-    result = kernel.variant((from_dtype(x.dtype),)).result
+    from .reduce import normalize_axes  # reduce.py imports this module: not at the top
+
+    result = kernel.variant(tuple(from_dtype(a.dtype) for a in arrays)).result
     if result.dtype is None:
         raise ArgumentError(f"{kernel.name} reduces to {result.name}, which NumPy (and so Dask) has no dtype for")
+    ndim = max(np.ndim(a) for a in arrays)
+    axes = normalize_axes(axis, ndim)
+    if len(arrays) == 1:
+        x, chunk = arrays[0], functools.partial(_chunk, call, params)
+    else:
+        blocks = functools.partial(_chunk, call, params, axis=axes, keepdims=True)
+        x, chunk = _blockwise(blocks, f"gompute-reduce-{kernel.name}-blocks", arrays, result.dtype, axes), _kept
     step = functools.partial(_fold, fold)
     return da.reduction(
         x,
-        functools.partial(_chunk, call, params),
+        chunk,
         step,
         combine=step,
-        axis=axis,
+        axis=axes,
         keepdims=keepdims,
         dtype=result.dtype,
-        meta=meta_from_array(x._meta, ndim=0, dtype=result.dtype),
+        meta=meta_from_array(x._meta, ndim=ndim if keepdims else ndim - len(axes), dtype=result.dtype),
         name=f"gompute-reduce-{kernel.name}",
         concatenate=True,
     )
 
 
-def _chunk(call, params, chunk, axis, keepdims):
-    return call(chunk, axis=axis, keepdims=keepdims, **params)
+def _blockwise(fn, token: str, arrays, dtype, reduced=()):
+    """Dask's `blockwise` of `fn` over `arrays` broadcast together (the last dimension is index 0 in
+    every array), `fn` giving arrays of `dtype`, of extent 1 along the `reduced` dimensions."""
+    import dask.array as da
+    from dask.array.utils import meta_from_array
+
+    ndim = max(np.ndim(a) for a in arrays)
+    pairs = []
+    for a in arrays:
+        pairs += [a, tuple(range(np.ndim(a)))[::-1]]
+    chunk_type = next(a for a in arrays if isinstance(a, da.Array))._meta
+    meta = meta_from_array(chunk_type, ndim=ndim, dtype=dtype)
+    index = tuple(range(ndim))[::-1]
+    adjust = {index[d]: 1 for d in reduced} or None
+    return da.blockwise(fn, index, *pairs, token=token, dtype=meta.dtype, meta=meta, adjust_chunks=adjust)
+
+
+def _chunk(call, params, *chunks, axis, keepdims):
+    return call(*chunks, axis=axis, keepdims=keepdims, **params)
+
+
+def _kept(partials, axis, keepdims):
+    """The chunk step over partial results already of extent 1 along the reduced axes."""
+    return partials
 
 
 def _fold(fold, partials, axis, keepdims):

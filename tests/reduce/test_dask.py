@@ -1,5 +1,6 @@
-"""g.reduce on Dask arrays: a lazy graph of dask.array.reduction, one call per chunk, the
-chunks' results folded with the kernel's combine."""
+"""g.reduce on Dask arrays: a lazy graph of dask.array.reduction, one call per chunk (per block of
+chunks aligned as in g.map, for several inputs), the chunks' results folded with the kernel's
+combine."""
 
 from __future__ import annotations
 
@@ -12,18 +13,96 @@ import gompute as g
 
 from . import kernels as K
 
-da = pytest.importorskip("dask.array")
+da = pytest.importorskip("dask.array", reason="dask is not installed (pip install gompute[dask])")
+
+AXES = [None, 0, 1, -1, (0, 1), (-1, 0)]
 
 
-@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1), -1])
+class Offset(g.Params):
+    by: g.f64
+
+
+@g.reduce_kernel(identity=0)
+def offset_fma(x: g.f64, y: g.f64, z: g.f64, p: Offset) -> g.f64:
+    return x * y + z + p.by
+
+
+@g.reduce_kernel(combine=g.max)
+def widest_gap(x: g.f32, y: g.f32) -> g.f32:
+    return abs(x - y)
+
+
+@g.reduce_kernel(combine=min)
+def least_product(x: g.f32, y: g.f32) -> g.f32:
+    return x * y
+
+
+def normal(shape, seed, dtype=np.float32):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("axis", AXES)
 @pytest.mark.parametrize("keepdims", [False, True])
 def test_reductions_of_dask_arrays_are_lazy_and_match_numpy(axis, keepdims):
-    x = np.random.default_rng(3).standard_normal((30, 41)).astype(np.float32)
+    x = normal((30, 41), 3)
     d = da.from_array(x, chunks=(7, 10))
     lazy = g.reduce(K.sumsq)(d, axis=axis, keepdims=keepdims)
     assert isinstance(lazy, da.Array) and lazy.dtype == np.float32
     np.testing.assert_allclose(lazy.compute(), np.sum(x * x, axis=axis, keepdims=keepdims), rtol=1e-5)
     np.testing.assert_array_equal(g.reduce(K.largest)(d, axis=axis).compute(), np.max(x, axis=axis))
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "threads"])
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_a_dot_of_dask_arrays_chunked_differently_matches_numpy(scheduler, axis, keepdims):
+    x, y = normal((30, 41), 4), normal((30, 41), 5)
+    launches = g.runtime.stats()["launches"]
+    dx, dy = da.from_array(x, chunks=(7, 10)), da.from_array(y, chunks=(11, 6))
+    lazy = g.reduce(K.dot)(dx, dy, axis=axis, keepdims=keepdims)
+    assert g.runtime.stats()["launches"] == launches  # nothing ran, not even on empty arrays
+    expected = np.sum(x.astype(np.float64) * y, axis=axis, keepdims=keepdims)
+    assert isinstance(lazy, da.Array) and lazy.dtype == np.float32 and lazy.shape == expected.shape
+    assert type(lazy._meta) is np.ndarray and lazy._meta.ndim == expected.ndim
+    got = lazy.compute(scheduler=scheduler)
+    assert got.dtype == np.float32 and got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("axis", AXES)
+def test_dask_and_numpy_arrays_broadcast_together(axis):
+    x, row = normal((30, 41), 6), normal(41, 7)
+    d = da.from_array(x, chunks=(8, 9))
+    expected = np.sum(x.astype(np.float64) * row, axis=axis)
+    np.testing.assert_allclose(g.reduce(K.dot)(d, row, axis=axis).compute(), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(g.reduce(K.dot)(row, d, axis=axis).compute(), expected, rtol=1e-5, atol=1e-5)
+    column = da.from_array(normal((30, 1), 8), chunks=(4, 1))
+    expected = np.sum(column.compute().astype(np.float64) * row, axis=axis)
+    np.testing.assert_allclose(g.reduce(K.dot)(column, row, axis=axis).compute(), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("axis", [None, 1, -3, (0, 2)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_three_inputs_and_params_reach_every_chunk(axis, keepdims):
+    x, y, z = normal((5, 12, 9), 9, np.float64), normal((12, 1), 10, np.float64), normal(9, 11, np.float64)
+    dx = da.from_array(x, chunks=(2, 5, 4))
+    dz = da.from_array(z, chunks=3)
+    lazy = g.reduce(offset_fma)(dx, y, dz, axis=axis, keepdims=keepdims, by=0.5)
+    expected = np.sum(x * y + z + 0.5, axis=axis, keepdims=keepdims)
+    assert lazy.dtype == np.float64
+    np.testing.assert_allclose(lazy.compute(scheduler="threads"), expected, rtol=1e-12, atol=1e-12)
+    with pytest.raises(g.ArgumentError, match="needs a value for by"):
+        g.reduce(offset_fma)(dx, y, dz, axis=axis)
+
+
+@pytest.mark.parametrize("axis", AXES)
+def test_several_inputs_combine_with_min_and_max(axis):
+    x, y = normal((30, 41), 12), normal((30, 41), 13)
+    dx, dy = da.from_array(x, chunks=(9, 8)), da.from_array(y, chunks=(5, 41))
+    got = g.reduce(widest_gap)(dx, dy, axis=axis).compute(scheduler="sync")
+    np.testing.assert_array_equal(got, np.max(np.abs(x - y), axis=axis))
+    got = g.reduce(least_product)(dx, y, axis=axis).compute(scheduler="threads")
+    np.testing.assert_array_equal(got, np.min(x * y, axis=axis))
 
 
 def test_integer_sums_keep_numpys_accumulator_and_params_pass_through():
@@ -40,7 +119,13 @@ def test_the_graph_pickles_and_refuses_what_it_cannot_take():
     d = da.ones((8, 8), chunks=4, dtype=np.float32)
     lazy = g.reduce(K.sumsq)(d, axis=0)
     np.testing.assert_allclose(pickle.loads(pickle.dumps(lazy)).compute(), np.full(8, 8.0))
-    with pytest.raises(g.ArgumentError, match="takes one"):
-        g.reduce(K.dot)(d, d)
+    lazy = g.reduce(K.dot)(d, np.full(8, 2, np.float32), axis=1)
+    np.testing.assert_allclose(pickle.loads(pickle.dumps(lazy)).compute(), np.full(8, 16.0))
     with pytest.raises(g.ArgumentError, match="out="):
         g.reduce(K.sumsq)(d, out=np.zeros(()))
+    with pytest.raises(g.ArgumentError, match="out="):
+        g.reduce(K.dot)(d, d, out=np.zeros(()))
+    with pytest.raises(g.ArgumentError, match="stream="):
+        g.reduce(K.dot)(d, d, stream=0)
+    with pytest.raises(g.ArgumentError, match="takes 2 arrays"):
+        g.reduce(K.dot)(d)
