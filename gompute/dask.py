@@ -14,6 +14,7 @@ calling the kernel on each block's chunks, and hands Dask's `reduction` those pa
 from __future__ import annotations
 
 import functools
+import math
 import sys
 
 import numpy as np
@@ -60,6 +61,9 @@ def lazy_reduce(call, fold, kernel, arrays, axis, keepdims: bool, params: dict):
         raise ArgumentError(f"{kernel.name} reduces to {result.name}, which NumPy (and so Dask) has no dtype for")
     ndim = max(np.ndim(a) for a in arrays)
     axes = normalize_axes(axis, ndim)
+    if kernel.identity is None:  # every partial result must reduce elements: there is none for nothing
+        _refuse_empty(kernel, arrays, axes)
+        arrays = [_without_empty_chunks(a, axes, ndim) if isinstance(a, da.Array) else a for a in arrays]
     if len(arrays) == 1:
         x, chunk = arrays[0], functools.partial(_chunk, call, params)
     else:
@@ -95,6 +99,36 @@ def _blockwise(fn, token: str, arrays, dtype, reduced=()):
     index = tuple(range(ndim))[::-1]
     adjust = {index[d]: 1 for d in reduced} or None
     return da.blockwise(fn, index, *pairs, token=token, dtype=meta.dtype, meta=meta, adjust_chunks=adjust)
+
+
+def _refuse_empty(kernel, arrays, axes) -> None:
+    """Refuses, as a call on arrays does, a reduction of no elements into results of a kernel with no
+    identity, where the shapes are known."""
+    shapes = [np.shape(a) for a in arrays]
+    if any(math.isnan(n) for shape in shapes for n in shape):
+        return
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        return  # blockwise says which shapes do not align
+    reduced = math.prod(shape[d] for d in axes)
+    if reduced == 0 and math.prod(n for d, n in enumerate(shape) if d not in axes):
+        raise ArgumentError(
+            f"{kernel.name}: a reduction over zero elements with combine {kernel.combine!r}, which has no identity; "
+            "give the kernel identity=, or reduce a nonempty array"
+        )
+
+
+def _without_empty_chunks(x, axes, ndim: int):
+    """`x` without its zero-length chunks along the reduced `axes` (of the `ndim` dimensions it
+    broadcasts to), where it has longer ones there: a kernel with no identity has no partial result
+    for a chunk of no elements."""
+    chunks = list(x.chunks)
+    for d in range(x.ndim):
+        sizes = chunks[d]
+        if d + ndim - x.ndim in axes and 0 in sizes and any(sizes) and not any(map(math.isnan, sizes)):
+            chunks[d] = tuple(n for n in sizes if n)
+    return x if tuple(chunks) == x.chunks else x.rechunk(tuple(chunks))
 
 
 def _chunk(call, params, *chunks, axis, keepdims):

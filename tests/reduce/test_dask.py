@@ -105,6 +105,33 @@ def test_several_inputs_combine_with_min_and_max(axis):
     np.testing.assert_array_equal(got, np.min(x * y, axis=axis))
 
 
+def test_an_empty_reduced_axis_gives_the_identity_or_is_refused_as_in_a_plain_call():
+    empty = np.zeros((0, 5), np.float32)
+    d = da.from_array(empty, chunks=2)
+    for axis in (0, 1, None):
+        expected = g.reduce(K.dot)(empty, empty, axis=axis)  # the identity, or no results
+        got = g.reduce(K.dot)(d, d, axis=axis).compute()
+        assert got.shape == expected.shape
+        np.testing.assert_array_equal(got, expected)
+    assert g.reduce(widest_gap)(d, empty, axis=1).compute().shape == (0,)  # no results: nothing to refuse
+    for axis in (0, None):
+        with pytest.raises(g.ArgumentError, match="zero elements"):
+            g.reduce(widest_gap)(empty, empty, axis=axis)
+        with pytest.raises(g.ArgumentError, match="zero elements"):  # when the graph is built
+            g.reduce(widest_gap)(d, empty, axis=axis)
+        with pytest.raises(g.ArgumentError, match="zero elements"):
+            g.reduce(K.largest)(d, axis=axis)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_chunks_of_no_elements_do_not_stop_a_reduction_with_no_identity(axis):
+    x, y = normal((10, 7), 14), normal((10, 7), 15)
+    dx = da.from_array(x, chunks=((0, 4, 0, 6), (3, 0, 4)))
+    np.testing.assert_array_equal(g.reduce(K.largest)(dx, axis=axis).compute(), np.max(x, axis=axis))
+    got = g.reduce(widest_gap)(dx, da.from_array(y, chunks=((5, 0, 5), 7)), axis=axis).compute()
+    np.testing.assert_array_equal(got, np.max(np.abs(x - y), axis=axis))
+
+
 def test_integer_sums_keep_numpys_accumulator_and_params_pass_through():
     i = np.arange(-50, 70, dtype=np.int8).reshape(12, 10)
     got = g.reduce(K.total)(da.from_array(i, chunks=5), axis=0).compute()
