@@ -88,7 +88,8 @@ py::tuple plan_launch(const std::vector<const Buffer*>& inputs, const Buffer& ou
 }
 
 // (entry kind, first launch's blocks, finish's blocks, partials, layout argument) of reducing the
-// inputs into `out` over `axes` (sorted, non-negative, of the broadcast shape).
+// inputs into `out` over `axes` (sorted, non-negative, of the broadcast shape); planner.h's
+// ReducePlan says what a 0 means.
 py::tuple plan_reduce(const std::vector<const Buffer*>& inputs, const Buffer& out, const std::vector<int>& axes,
                       bool keepdims, const plan::ReduceRules& rules) {
   std::vector<const Buffer*> all(inputs);

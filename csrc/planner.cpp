@@ -270,9 +270,12 @@ ReduceStatus plan_reduce(const Array* arrays, int count, const int64_t* shape, i
   plan.columns = inner_kept && !inner_red;
   const Cut cut = (rules.gpu ? gpu_cut : host_cut)(rules, plan.columns, cols, kept_count, red_count);
   plan.first_blocks = ceil_div(cut.items, cut.per_block);
-  plan.finish_blocks = ceil_div(kept_count, cut.finish_per_block);
+  // One item a result: the first launch stores the results (the entries read chunks == 1 from the
+  // layout), with no partials and no finish after it.
+  const bool finished = cut.chunks == 1;
+  plan.finish_blocks = finished ? 0 : ceil_div(kept_count, cut.finish_per_block);
   if (rules.gpu) plan.finish_blocks = std::min(plan.finish_blocks, rules.gpu_max_blocks);
-  plan.partials = kept_count * cut.chunks;
+  plan.partials = finished ? 0 : kept_count * cut.chunks;
   // gompute_reduce_layout<rows> (lang/reduce_entries.py): counts, shapes (1 past the dimensions),
   // the stride tables (0 past them; the output's row of the reduced table 0), the work.
   plan.layout.assign(reduce_layout_nbytes(count), '\0');

@@ -153,9 +153,9 @@ struct ReduceRules {
   int64_t gpu_max_blocks = 1;  // GPU: a launch's blocks, at most; its loops stride past them
 };
 
-// A reduction's two launches: the first's entry (`rows` or `columns`) and blocks (0: no first
-// launch, the finish writes the identity), the second's blocks, the partials passed between them,
-// and the layout argument both take.
+// A reduction's launches: the first's entry (`rows` or `columns`) and blocks (0: no first launch,
+// the finish writes the identity), the finish's blocks (0: none, the first launch stores the
+// results, one item each), the partials passed between them, and the layout argument both take.
 struct ReducePlan {
   bool columns = false;
   int64_t first_blocks = 0, finish_blocks = 0, partials = 0;

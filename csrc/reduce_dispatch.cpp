@@ -3,7 +3,7 @@
 // gompute/reduce.py takes every call the general way first; once a (dtypes, entry, device)
 // signature has launched it is remembered here, and a later call of that signature costs
 // reading the arrays (array_view.h), the axis and keepdims arguments, the params packing, the
-// call's plan (planner.h's plan_reduce, the rule the general path asks too) and the two
+// call's plan (planner.h's plan_reduce, the rule the general path asks too) and its one or two
 // launches: inline on the host, queued on the arrays' stream on a GPU, with no Python in
 // between. Anything this cache does not handle exactly (stream=, an axis that is not an int or
 // a tuple of ints in range, keepdims that is not a bool, an empty reduction with no identity, an
@@ -177,25 +177,26 @@ py::object FastReduce::call(PyObject* args, PyObject* kwargs) {
 void FastReduce::launch(const Launch& found, const ArrayView* inputs, const ArrayView& out,
                         const plan::ReducePlan& plan, const char* params) const {
   const bool host = out.kind() == BackendKind::host;
-  const size_t nbytes = size_t(std::max<int64_t>(plan.partials, 1)) * found.partial_size;
+  const size_t nbytes = size_t(plan.partials) * found.partial_size;
   std::optional<HostScratch> scratch;
   std::optional<Buffer> device;  // freed once the device's queued work is done (Context::release)
-  uint64_t addresses[kMaxArity + 2];  // the inputs', the partials', the output's
+  uint64_t addresses[kMaxArity + 2];  // the inputs', the partials' (null where there are none), the output's
   uint64_t& partials = addresses[arity_];
-  if (host) {
+  partials = 0;
+  if (nbytes && host) {
     scratch.emplace(nbytes);
     partials = scratch->address();
-  } else {
+  } else if (nbytes) {
     device.emplace(found.context, nbytes);
     partials = device->device_addr();
   }
   for (int i = 0; i < arity_; ++i) addresses[i] = inputs[i].address();
   addresses[arity_ + 1] = out.address();
-  // (inputs..., partials, layout[, params]) and (partials, out, layout).
-  void* first_args[kMaxArity + 3];
-  size_t first_sizes[kMaxArity + 3];
+  // (inputs..., partials, out, layout[, params]) and (partials, out, layout).
+  void* first_args[kMaxArity + 4];
+  size_t first_sizes[kMaxArity + 4];
   size_t count = 0;
-  for (int i = 0; i <= arity_; ++i, ++count) {
+  for (int i = 0; i <= arity_ + 1; ++i, ++count) {
     first_args[count] = &addresses[i];
     first_sizes[count] = sizeof(uint64_t);
   }
@@ -214,7 +215,7 @@ void FastReduce::launch(const Launch& found, const ArrayView* inputs, const Arra
   const std::shared_ptr<Kernel> first = found.first[plan.columns], finish = found.finish;
   auto run = [&] {
     if (plan.first_blocks) first->launch(first_grid, block, 0, first_args, first_sizes, count, out.stream(), host);
-    finish->launch(finish_grid, block, 0, finish_args, finish_sizes, 3, out.stream(), host);
+    if (plan.finish_blocks) finish->launch(finish_grid, block, 0, finish_args, finish_sizes, 3, out.stream(), host);
   };
   uint64_t elements = 1;
   for (int i = 0; i < arity_; ++i) elements = std::max<uint64_t>(elements, inputs[i].count());

@@ -50,6 +50,7 @@ from .lang.reduce_layout import (
 )
 from .runtime import _compute
 from .runtime.dynamic import _check_backend
+from .types import u64
 
 _BLOCK_ELEMENTS = 1 << 16  # elements a host block of the first launch reads, about
 _FINISH_PARTIALS = 1 << 14  # partials a block of the second launch combines, about
@@ -226,16 +227,17 @@ class _ReduceCall(_Call):
     def _launch(self, bound: BoundReduce, spec, inputs, out, axes, packed, stream) -> None:
         kind, first_blocks, finish_blocks, count, layout = bound.plan(spec, inputs, out, axes, self.keepdims)
         host = bound.backend is Backend.host
-        partials = bound.compute.empty(max(1, count), spec.partial_type)
+        # No partials where the first launch stores the results (or there is none): a null pointer.
+        partials = bound.compute.empty(count, spec.partial_type).arg_ptr() if count else arg(u64(0))
         block, layout = Dim3(spec.block_size), arg(layout)
         extra = [arg(packed)] if packed is not None else []
         if first_blocks:  # none: nothing to reduce, and the finish writes the identity
             core = bound.launcher(spec, kind)
-            args = [*(b.arg_ptr() for b in inputs), partials.arg_ptr(), layout, *extra]
+            args = [*(b.arg_ptr() for b in inputs), partials, out.arg_ptr(), layout, *extra]
             core.launch(Dim3(first_blocks), block, 0, args, stream, wait=host)
-        finish = bound.launcher(spec, "finish")
-        args = [partials.arg_ptr(), out.arg_ptr(), layout]
-        finish.launch(Dim3(finish_blocks), block, 0, args, stream, wait=host)
+        if finish_blocks:  # none: the first launch stored the results, one item each
+            finish = bound.launcher(spec, "finish")
+            finish.launch(Dim3(finish_blocks), block, 0, [partials, out.arg_ptr(), layout], stream, wait=host)
         if self.out is not None and _is_torch_tensor(self.out):  # a subclass's write counts too
             _count_write(self.out)
         if not host:

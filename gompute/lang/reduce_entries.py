@@ -1,12 +1,15 @@
 """The C++ of a reduction's entry points, host and GPU.
 
-A reduction runs as two launches (gompute/reduce.py plans them). The first cuts the work into
-items of a FIXED size, whatever the thread count, and writes one partial per item: `rows`
-(the reduced elements of one result element, in runs along the innermost reduced dimension, or
-gathered where that is strided) or `columns` (a tile of result elements contiguous in every
-input, across a chunk of reduced rows: the lanes are the results). The second, `finish`,
-combines each result's partials pairwise and stores the result through the output's strides.
-So the result depends on the shape, layout and types alone, not on the threads that ran it.
+A reduction runs as one or two launches (gompute/reduce.py plans them). The first cuts the work
+into items of a FIXED size, whatever the thread count: `rows` (the reduced elements of one result
+element, in runs along the innermost reduced dimension, or gathered where that is strided) or
+`columns` (a tile of result elements contiguous in every input, across a chunk of reduced rows:
+the lanes are the results). Where an item covers all of its results' reduced elements
+(`layout.chunks == 1`) the first launch stores the results through the output's strides and is
+the only one; otherwise it writes one partial per item, and the second, `finish`, combines each
+result's partials pairwise and stores the result (an empty reduction, `chunks == 0`, has only
+the finish, which stores the identity). So the result depends on the shape, layout and types
+alone, not on the threads that ran it.
 
 Inside an item, values are combined in lanes (independent accumulators, which also vectorize)
 over leaves of 8 steps (16 for a sum of f32: no more than NumPy's), and leaves are merged in a
@@ -251,35 +254,35 @@ SHORT_FIXED = 8  # short rows of up to this many elements get a loop of their ow
 
 
 def _host_short_rows(unit, structs, call_name: str) -> list[str]:
-    """Rows of at most `lanes` elements along one reduced dimension, one item (so one partial)
-    each, one kept dimension: results [first, last) of a block, each reduced in order in the
-    partial's type, as a row item's short path does, without that item's divisions and call.
+    """Rows of at most `lanes` elements along one reduced dimension, one item each, one kept
+    dimension: results [first, last) of a block, each reduced in order in the partial's type, as a
+    row item's short path does, without that item's divisions and call, and stored in the output.
     Widths up to SHORT_FIXED are compile-time constants, so the loop over results vectorizes."""
     sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
     ins, params, pass_params = declarations(unit, structs)
-    lay = layout_type(unit)
+    lay, o = layout_type(unit), storage_ctype(unit.out_storage)
     value = mapped(unit, call_name, [f"in{k}[m * lay.kept[{k}][0] + k * lay.red[{k}][0]]" for k in range(n)])
     inputs = ", ".join(f"in{k}" for k in range(n))
     cases = [
-        f"    case {c}: return {sym}_short_fixed<{c}>({inputs}, partials, lay, first, last{pass_params});"
+        f"    case {c}: return {sym}_short_fixed<{c}>({inputs}, out, lay, first, last{pass_params});"
         for c in range(1, SHORT_FIXED + 1)
     ]
     return [
         "template <int C>",
-        f"GOMPUTE_FN void {sym}_short_fixed({', '.join(ins)}, {t}* partials, const {lay}& lay, int64_t first,",
+        f"GOMPUTE_FN void {sym}_short_fixed({', '.join(ins)}, {o}* out, const {lay}& lay, int64_t first,",
         f"                                  int64_t last{params}) {{",
-        "  const int64_t count = C ? C : lay.red_count;",
+        f"  const int64_t count = C ? C : lay.red_count, step = lay.kept[{n}][0];",
         "  for (int64_t m = first; m < last; ++m) {",
         f"    {t} v = ({t}){unit.identity};",
         f"    for (int64_t k = 0; k < count; ++k) v = {sym}_tcomb(v, ({t}){value});",
-        "    partials[m] = v;",
+        f"    {store_result(unit, 'out[m * step]', 'v')}",
         "  }",
         "}",
-        f"GOMPUTE_ROWS void {sym}_short_rows({', '.join(ins)}, {t}* partials, const {lay}& lay, int64_t first,",
+        f"GOMPUTE_ROWS void {sym}_short_rows({', '.join(ins)}, {o}* out, const {lay}& lay, int64_t first,",
         f"                                   int64_t last{params}) {{",
         "  switch (lay.red_count) {",
         *cases,
-        f"    default: return {sym}_short_fixed<0>({inputs}, partials, lay, first, last{pass_params});",
+        f"    default: return {sym}_short_fixed<0>({inputs}, out, lay, first, last{pass_params});",
         "  }",
         "}",
     ]
@@ -306,11 +309,14 @@ def _host_columns(unit, structs, call_name: str) -> list[str]:
     pairs = [val(r) for r in range(g)]
     while len(pairs) > 1:
         pairs = [f"{sym}_comb({x}, {y})" for x, y in zip(pairs[::2], pairs[1::2])]
+    o = storage_ctype(unit.out_storage)
     return [
         "// Item i: result elements [m0, m0 + nw), contiguous in every input, over the reduced rows [k0, k1):",
         "// the lanes are the results, accumulated in the item's partials row (the finish pass combines the",
-        f"// items' rows pairwise), {g} input rows at a time, combined pairwise first.",
-        f"GOMPUTE_ROWS void {sym}_column_item({', '.join(ins)}, {t}* partials, const {lay}& lay, int64_t i{params}) {{",
+        f"// items' rows pairwise), {g} input rows at a time, combined pairwise first. An item that is its",
+        "// results' only one accumulates on the stack and stores them in the output.",
+        f"GOMPUTE_ROWS void {sym}_column_item({', '.join(ins)}, {t}* partials, {o}* out, const {lay}& lay, int64_t i"
+        f"{params}) {{",
         f"  constexpr int W = {column_width(unit.acc)};",
         "  const int64_t cols = lay.kept_shape[lay.kept_ndim - 1], tiles = (cols + W - 1) / W;",
         "  const int64_t kc = i % lay.chunks, t = i / lay.chunks % tiles, m0 = i / lay.chunks / tiles * cols + t * W;",
@@ -319,7 +325,8 @@ def _host_columns(unit, structs, call_name: str) -> list[str]:
         f"  int64_t at[{n + 1}], off[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
         f"  gompute_unravel<{n + 1}>(lay.kept_shape, lay.kept, lay.kept_ndim, m0, at, idx);",
         f"  gompute_unravel<{n + 1}>(lay.red_shape, lay.red, lay.red_ndim, k0, off, idx);",
-        f"  {t}* const v = partials + kc * lay.kept_count + m0;",
+        f"  {t} own[W];",
+        f"  {t}* const v = lay.chunks == 1 ? own : partials + kc * lay.kept_count + m0;",
         f"  for (int64_t l = 0; l < nw; ++l) v[l] = ({t}){unit.identity};",
         "  int64_t k = k0;",
         f"  for (; k + {g} <= k1; k += {g}) {{",
@@ -330,6 +337,9 @@ def _host_columns(unit, structs, call_name: str) -> list[str]:
         *row(0),
         f"    for (int64_t l = 0; l < nw; ++l) v[l] = {sym}_tcomb(v[l], ({t}){val(0)});",
         "  }",
+        "  if (lay.chunks != 1) return;",
+        f"  const int64_t step = lay.kept[{n}][lay.kept_ndim - 1];",
+        f"  for (int64_t l = 0; l < nw; ++l) {store_result(unit, f'out[at[{n}] + l * step]', 'v[l]')}",
         "}",
     ]
 
@@ -362,7 +372,7 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
         "    // Short rows, one item each: a loop of their own (the row items' path would divide and call per row).",
         "    if (layout.chunks == 1 && layout.kept_ndim == 1 && layout.red_ndim == 1 &&",
         f"        layout.red_count <= {lanes(unit.acc)}) {{",
-        f"      {sym}_short_rows({inputs}, partials, layout, first, last{pass_params});",
+        f"      {sym}_short_rows({inputs}, out, layout, first, last{pass_params});",
         "      continue;",
         "    }",
         "    // The result's offsets step along with the items (a result's items are consecutive).",
@@ -373,15 +383,19 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
         "        gompute_next_kept(layout, idx, at);",
         "        ++m;",
         "      }",
-        f"      partials[gompute_partial(layout, i)] = {sym}_row_item({inputs}, layout, i, at{pass_params});",
+        f"      const {t} v = {sym}_row_item({inputs}, layout, i, at{pass_params});",
+        "      if (layout.chunks == 1)  // the item is the result",
+        f"        {store_result(unit, f'out[at[{n}]]', 'v')}",
+        "      else",
+        "        partials[gompute_partial(layout, i)] = v;",
         "    }",
     ]
     columns_body = [
-        f"    for (int64_t i = first; i < last; ++i) {sym}_column_item({inputs}, partials, layout, i{pass_params});"
+        "    for (int64_t i = first; i < last; ++i)",
+        f"      {sym}_column_item({inputs}, partials, out, layout, i{pass_params});",
     ]
 
     finish = entries["finish"]
-    out_stride = f"layout.kept[{n}][0]"
     return [
         *_host_cascade(unit),
         *rows,
@@ -396,22 +410,15 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
         "  for (uint64_t b = launch->block_begin; b < launch->block_end; ++b) {",
         "    const int64_t first = (int64_t)b * per, end = first + per;",
         "    const int64_t stop = end < layout.kept_count ? end : layout.kept_count;",
-        "    if (layout.chunks == 1 && layout.kept_ndim == 1) {  // a partial a result, at one stride: a copy",
-        f"      for (int64_t m = first; m < stop; ++m) {store_result(unit, f'out[m * {out_stride}]', 'partials[m]')}",
-        "      continue;",
-        "    }",
         f"    int64_t at[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
         f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, first, at, idx);",
-        "    for (int64_t m = first; m < stop; ++m) {",
-        f"      {t} v[1] = {{layout.chunks == 1 ? partials[m] : ({t}){unit.identity}}};",
-        "      if (layout.chunks > 1) {  // pairwise; one partial is the result as it is",
-        f"        {t} stack[64][1];",
-        "        int depth = 0;",
-        "        uint64_t count = 0;",
-        "        for (int64_t c = 0; c < layout.chunks; ++c)",
-        f"          {sym}_push<1>(stack, depth, count, partials + c * layout.kept_count + m);",
-        f"        {sym}_fold<1>(stack, depth, v);",
-        "      }",
+        "    for (int64_t m = first; m < stop; ++m) {  // chunks > 1 partials pairwise, or none: the identity",
+        f"      {t} stack[64][1], v[1];",
+        "      int depth = 0;",
+        "      uint64_t count = 0;",
+        "      for (int64_t c = 0; c < layout.chunks; ++c)",
+        f"        {sym}_push<1>(stack, depth, count, partials + c * layout.kept_count + m);",
+        f"      {sym}_fold<1>(stack, depth, v);",
         f"      {store_result(unit, f'out[at[{n}]]', 'v[0]')}",
         "      gompute_next_kept(layout, idx, at);",
         "    }",
@@ -491,7 +498,7 @@ def _gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         *_GPU_SHUFFLE.strip("\n").splitlines(),
         *_gpu_block(unit),
         "// Block by block over the items (each a result's reduced elements [k0, k1)), the threads",
-        "// striding through an item's elements; one partial an item.",
+        "// striding through an item's elements; one partial an item, or the result where it is the only one.",
         _gpu_head(unit, entries["rows"], structs),
         "  const int64_t items = layout.kept_count * layout.chunks;",
         "  for (int64_t i = gompute_block_linear(); i < items; i += (int64_t)gridDim.x * gridDim.y * gridDim.z) {",
@@ -510,11 +517,17 @@ def _gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         "      }",
         "    }",
         f"    const {t} r = {sym}_block(({t})v);",
-        "    if (threadIdx.x == 0) partials[gompute_partial(layout, i)] = r;",
+        "    if (threadIdx.x == 0) {",
+        "      if (layout.chunks == 1)",
+        f"        {store_result(unit, f'out[at[{n}]]', 'r')}",
+        "      else",
+        "        partials[gompute_partial(layout, i)] = r;",
+        "    }",
         "  }",
         "}",
         "// Block by block over the items (a tile of `width` results contiguous in every input, over the",
-        "// reduced rows [k0, k1)): thread l owns result m0 + l, so each row is read in whole lines.",
+        "// reduced rows [k0, k1)): thread l owns result m0 + l, so each row is read in whole lines; its",
+        "// partial, or the result where the item is the only one.",
         _gpu_head(unit, entries["columns"], structs),
         f"  const int64_t items = {COLUMN_ITEMS};",
         "  const int64_t cols = layout.kept_shape[layout.kept_ndim - 1];",
@@ -535,7 +548,10 @@ def _gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         f"        gompute_unravel<{n + 1}>(layout.red_shape, layout.red, layout.red_ndim, k, off, nullptr);",
         f"      v = {sym}_tcomb(v, ({t}){column});",
         "    }",
-        "    partials[kc * layout.kept_count + m0 + l] = v;",
+        "    if (layout.chunks == 1)",
+        f"      {store_result(unit, f'out[at[{n}] + l * layout.kept[{n}][layout.kept_ndim - 1]]', 'v')}",
+        "    else",
+        "      partials[kc * layout.kept_count + m0 + l] = v;",
         "  }",
         "}",
         "// A thread a result: its items' partials (few: _GPU_PARTIALS in gompute/reduce.py) combined in",

@@ -117,8 +117,11 @@ class ReduceSpecialization(Specialization):
         layout = LayoutArg("layout", "layout", n + LAYOUT_ARRAYS)
         params = (EntryArg("params", "params", self.params_class),) if self.params_class is not None else ()
         partials = EntryArg("partials", "pointer", self.partial_type)
-        first = (*inputs, partials, layout, *params)
-        finish = (partials, EntryArg("out", "pointer", self.out_storage), layout)
+        out = EntryArg("out", "pointer", self.out_storage)
+        # A first pass with one item a result (layout.chunks == 1) stores the results in `out` itself
+        # and has no partials, nor a finish after it; with more, it writes partials for the finish.
+        first = (*inputs, partials, out, layout, *params)
+        finish = (partials, out, layout)
         return [
             EntryPoint(f"{self.name}__rows", "rows", first),
             EntryPoint(f"{self.name}__columns", "columns", first),

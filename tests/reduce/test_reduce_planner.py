@@ -55,11 +55,21 @@ def _layout(layout: bytes, arrays: int) -> dict:
 def test_rows_run_along_a_contiguous_reduced_dimension():
     kind, first, finish, partials, layout = _plan(np.zeros((6, 1000), np.float32), [1])
     lay = _layout(layout, 2)
-    assert kind == "rows" and partials == 6 and first == 1 and finish == 1
+    assert kind == "rows" and first == 1
+    assert (partials, finish) == (0, 0), "an item a result: the first launch stores the results"
     assert (lay["kept_ndim"], lay["red_ndim"]) == (1, 1)
     assert lay["kept_shape"][0] == 6 and lay["red_shape"][0] == 1000
     assert list(lay["kept"][:, 0]) == [1000, 1] and list(lay["red"][:, 0]) == [1, 0]
     assert list(lay["work"][:2]) == [6, 1000]
+
+
+def test_results_of_several_items_go_through_partials_and_the_finish():
+    kind, first, finish, partials, layout = _plan(np.zeros((6, 10_000), np.float32), [1])
+    chunks = _layout(layout, 2)["work"][3]
+    assert kind == "rows" and chunks == 3 and first == 18 and partials == 18 and finish == 1
+    kind, first, finish, partials, layout = _plan(np.zeros((1000, 6), np.float32), [0])
+    chunks = _layout(layout, 2)["work"][3]
+    assert kind == "columns" and chunks == 8 and partials == 48 and finish == 1
 
 
 def test_columns_run_across_results_contiguous_in_the_input():
@@ -86,7 +96,7 @@ def test_reduced_dimensions_go_in_the_inputs_memory_order():
 def test_nothing_to_reduce_is_one_step_in_place():
     kind, first, finish, partials, layout = _plan(np.zeros((3, 4), np.float32), [])
     lay = _layout(layout, 2)
-    assert partials == 12 and lay["red_ndim"] == 1 and lay["red_shape"][0] == 1
+    assert (partials, finish) == (0, 0) and lay["red_ndim"] == 1 and lay["red_shape"][0] == 1
 
 
 def test_an_empty_reduction_has_no_first_launch():
