@@ -257,11 +257,14 @@ def _host_short_rows(unit, structs, call_name: str) -> list[str]:
     """Rows of at most `lanes` elements along one reduced dimension, one item each, one kept
     dimension: results [first, last) of a block, each reduced in order in the partial's type, as a
     row item's short path does, without that item's divisions and call, and stored in the output.
-    Widths up to SHORT_FIXED are compile-time constants, so the loop over results vectorizes."""
+    Widths up to SHORT_FIXED are compile-time constants, so the loop over results vectorizes; where
+    every input's rows are packed and the output is contiguous, at constant strides too."""
     sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
     ins, params, pass_params = declarations(unit, structs)
     lay, o = layout_type(unit), storage_ctype(unit.out_storage)
     value = mapped(unit, call_name, [f"in{k}[m * lay.kept[{k}][0] + k * lay.red[{k}][0]]" for k in range(n)])
+    dense = mapped(unit, call_name, [f"in{k}[m * C + k]" for k in range(n)])
+    packed = " && ".join([*(f"lay.kept[{k}][0] == C && lay.red[{k}][0] == 1" for k in range(n)), "step == 1"])
     inputs = ", ".join(f"in{k}" for k in range(n))
     cases = [
         f"    case {c}: return {sym}_short_fixed<{c}>({inputs}, out, lay, first, last{pass_params});"
@@ -272,6 +275,14 @@ def _host_short_rows(unit, structs, call_name: str) -> list[str]:
         f"GOMPUTE_FN void {sym}_short_fixed({', '.join(ins)}, {o}* out, const {lay}& lay, int64_t first,",
         f"                                  int64_t last{params}) {{",
         f"  const int64_t count = C ? C : lay.red_count, step = lay.kept[{n}][0];",
+        f"  if (C && {packed}) {{",
+        "    for (int64_t m = first; m < last; ++m) {",
+        f"      {t} v = ({t}){unit.identity};",
+        f"      for (int64_t k = 0; k < C; ++k) v = {sym}_tcomb(v, ({t}){dense});",
+        f"      {store_result(unit, 'out[m]', 'v')}",
+        "    }",
+        "    return;",
+        "  }",
         "  for (int64_t m = first; m < last; ++m) {",
         f"    {t} v = ({t}){unit.identity};",
         f"    for (int64_t k = 0; k < count; ++k) v = {sym}_tcomb(v, ({t}){value});",

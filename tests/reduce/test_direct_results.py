@@ -54,6 +54,14 @@ def test_short_rows_of_random_floats(width):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("width", [1, 3, 8, 9])
+def test_short_rows_of_two_inputs_packed_and_broadcast(width):
+    x, y = _ints((ROWS, width), np.float32), _ints((ROWS, width), np.float32)
+    for b in (y, y[0], y[:, :1]):
+        for got in _twice(K.dot, x, b, axis=1):
+            np.testing.assert_array_equal(got, np.sum(x * b, axis=1))
+
+
 @pytest.mark.parametrize("width", [3, 9, 65])
 def test_max_and_a_custom_combine(width):
     x = rng.standard_normal((ROWS, width))
