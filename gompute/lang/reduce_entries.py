@@ -14,8 +14,10 @@ alone, not on the threads that ran it.
 Inside an item, values are combined in lanes (independent accumulators, which also vectorize)
 over leaves of 8 steps (16 for a sum of f32: no more than NumPy's), and leaves are merged in a
 binary counter (`push`): a pairwise tree, so a float sum's error grows with log(n), as NumPy's
-pairwise sum's does. A float sum's tree is f64; a few leaves of an f32 sum are merged in f32
-first (reduce_layout.NARROW_GROUP), so its f64 work is a small share of the loop's.
+pairwise sum's does. A float sum's tree is f64. An f32 sum's leaves are merged in f32 a few at
+a time (reduce_layout.NARROW_GROUP), then added in order into f64 lanes (`_sink`): f64's
+rounding over an item's few thousand additions is far below the result's own, and the loop is
+left with no branches or stack between groups, so it reads as fast as an integer sum.
 
 On a GPU an item is a thread block: its threads stride through the item's elements, then the
 block reduces its threads' values with warp shuffles and shared memory; partials and the second
@@ -101,6 +103,35 @@ def _host_cascade(unit) -> list[str]:
     ]
 
 
+def _sink(unit) -> dict[str, str]:
+    """Where a rows item puts its leaves, as C++ snippets: `params` and `args` of the run function,
+    `declare` in the item, `push` of the lanes v, `fold` into the lanes v.
+
+    A narrow sum's leaves go in order into f64 lanes: an item has at most 2^18 of them, so the f64
+    additions add under 2^-35 of the magnitudes' sum, far below the result's own f32 rounding, and
+    the item skips the binary counter's branches and stack. Other combines merge them pairwise,
+    in the binary counter."""
+    t, L = tree_type(unit), lanes(unit.acc)
+    if narrow_sum(unit):
+        return {
+            "params": f"{t}* acc",
+            "args": "acc",
+            "declare": f"  {t} acc[{L}];\n  for (int l = 0; l < {L}; ++l) acc[l] = 0;",
+            "push": f"for (int l = 0; l < {L}; ++l) acc[l] += ({t})v[l];",
+            "fold": f"for (int l = 0; l < {L}; ++l) v[l] = acc[l];",
+        }
+    stack = (LEAF_ROWS * L * ROW_LEAVES).bit_length()
+    return {
+        "params": f"{t} (*stack)[{L}], int& depth, uint64_t& count",
+        "args": "stack, depth, count",
+        # The counter holds at most bit_length(leaves) levels, and an item of short runs has a leaf a
+        # run, up to one an element: sized for the item's elements, not for ROW_LEAVES.
+        "declare": f"  {t} stack[{stack}][{L}];\n  int depth = 0;\n  uint64_t count = 0;",
+        "push": f"{unit.name}_push<{L}>(stack, depth, count, v);",
+        "fold": f"{unit.name}_fold<{L}>(stack, depth, v);",
+    }
+
+
 def _exact(unit) -> bool:
     """Whether the combine gives the same value in any order (min, max, bits, integer + and *):
     then a run is reduced in one pass over its lanes, with no pairwise tree above its leaves."""
@@ -144,24 +175,29 @@ def _pairwise(terms: list[str], merge) -> str:
 
 
 def _group_leaves(unit, at: list[str], pass_params: str) -> list[str]:
-    """group_leaves whole leaves at once, merged pairwise and pushed as one: the values the binary
-    counter would make of them one by one (a narrow sum's merges in f32, a level short of its
-    f64 tree), with a fraction of its branches (the depth it merges to varies leaf by leaf, and
-    the branch on it mispredicts) and, for a narrow sum, of its f64 work."""
+    """group_leaves whole leaves at once, merged pairwise. A narrow sum merges them in f32 and
+    adds them to its f64 lanes (`_sink`), anywhere in a run. Other combines push them as one: the
+    values the binary counter would make of them one by one, with a fraction of its branches
+    (the depth it merges to varies leaf by leaf, and the branch on it mispredicts), so a group
+    starts where the counter holds a multiple of group_leaves."""
     sym, a, t, L = unit.name, value_ctype(unit.acc), tree_type(unit), lanes(unit.acc)
     G, RL = group_leaves(unit), leaf_rows(unit) * lanes(unit.acc)
     leaves = [f"{sym}_leaf(q{s}, {', '.join(f'{p} + {s * RL}' for p in at)}, {RL}{pass_params});" for s in range(G)]
     if narrow_sum(unit):
         merged = f"({t}){_pairwise([f'q{s}[l]' for s in range(G)], lambda x, y: f'{sym}_comb({x}, {y})')}"
+        first, push = [], [f"for (int l = 0; l < {L}; ++l) acc[l] += {merged};"]
     else:
         merged = _pairwise([f"({t})q{s}[l]" for s in range(G)], lambda x, y: f"{sym}_tcomb({x}, {y})")
+        first = [f"(count & {G - 1}) == 0"]
+        push = [
+            f"{t} w[{L}];",
+            f"for (int l = 0; l < {L}; ++l) w[l] = {merged};",
+            f"{sym}_push<{L}>(stack, depth, count, w, {G.bit_length() - 1});",
+        ]
     return [
-        f"    if ((count & {G - 1}) == 0 && n - j >= {G * RL}) {{",
+        f"    if ({' && '.join([*first, f'n - j >= {G * RL}'])}) {{",
         f"      {a} {', '.join(f'q{s}[{L}]' for s in range(G))};",
-        *(f"      {line}" for line in leaves),
-        f"      {t} w[{L}];",
-        f"      for (int l = 0; l < {L}; ++l) w[l] = {merged};",
-        f"      {sym}_push<{L}>(stack, depth, count, w, {G.bit_length() - 1});",
+        *(f"      {line}" for line in [*leaves, *push]),
         f"      m = {G * RL};",
         "      continue;",
         "    }",
@@ -171,7 +207,7 @@ def _group_leaves(unit, at: list[str], pass_params: str) -> list[str]:
 def _host_rows(unit, structs, call_name: str) -> list[str]:
     sym, a, t, n = unit.name, value_ctype(unit.acc), tree_type(unit), len(unit.in_storage)
     ins, params, pass_params = declarations(unit, structs)
-    L, R = lanes(unit.acc), leaf_rows(unit)
+    L, R, sink = lanes(unit.acc), leaf_rows(unit), _sink(unit)
     ptr = lambda j: mapped(unit, call_name, [f"p{k}[{j}]" for k in range(n)])  # noqa: E731
     p_decl = ", ".join(f"const {storage_ctype(t)}* p{k}" for k, t in enumerate(unit.in_storage))
     lay = layout_type(unit)
@@ -193,13 +229,13 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
         f"    for (int l = 0; l < L; ++l) v[l] = {sym}_comb(v[l], {ptr('j + l')});",
         f"  for (int l = 0; j + l < n; ++l) v[l] = {sym}_comb(v[l], {ptr('j + l')});",
         "}",
-        f"GOMPUTE_ROWS void {sym}_run({t} (*stack)[{L}], int& depth, uint64_t& count, {p_decl}, int64_t n{params}) {{",
+        f"GOMPUTE_ROWS void {sym}_run({sink['params']}, {p_decl}, int64_t n{params}) {{",
         "  for (int64_t j = 0, m; j < n; j += m) {",
         f"    {a} v[{L}];",
         *([] if _exact(unit) else _group_leaves(unit, [f"p{k} + j" for k in range(n)], pass_params)),
         f"    m = n - j < {R * L} ? n - j : {f'(n - j) / {R * L} * {R * L}' if _exact(unit) else R * L};",
         f"    {sym}_leaf(v, {', '.join(f'p{k} + j' for k in range(n))}, m{pass_params});",
-        f"    {sym}_push<{L}>(stack, depth, count, v);",
+        f"    {sink['push']}",
         "  }",
         "}",
         "// Item i: the reduced elements [k0, k1) of the result element whose offsets are `at`, one partial.",
@@ -214,17 +250,13 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
         "  }",
         f"  int64_t off[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
         f"  gompute_unravel<{n + 1}>(lay.red_shape, lay.red, lay.red_ndim, k0, off, idx);",
-        # The counter holds at most bit_length(leaves) levels, and an item of short runs has a leaf a
-        # run, up to one an element: sized for the item's elements, not for ROW_LEAVES.
-        f"  {t} stack[{(LEAF_ROWS * L * ROW_LEAVES).bit_length()}][{L}];",
-        "  int depth = 0;",
-        "  uint64_t count = 0;",
+        *sink["declare"].split("\n"),
         "  const int64_t last = lay.red_ndim - 1;",
         f"  if ({contiguous}) {{  // runs along the innermost reduced dimension, read where they are",
         "    for (int64_t k = k0; k < k1;) {",
         "      const int64_t left = lay.red_shape[last] - idx[last];",
         "      const int64_t run = k1 - k < left ? k1 - k : left;",
-        f"      {sym}_run(stack, depth, count, {', '.join(at(k) for k in range(n))}, run{pass_params});",
+        f"      {sym}_run({sink['args']}, {', '.join(at(k) for k in range(n))}, run{pass_params});",
         "      gompute_advance(lay, idx, off, run);",
         "      k += run;",
         "    }",
@@ -238,11 +270,11 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
         "      }",
         f"      {a} v[{L}];",
         f"      {sym}_leaf(v, {', '.join(f'b{k}' for k in range(n))}, m{pass_params});",
-        f"      {sym}_push<{L}>(stack, depth, count, v);",
+        f"      {sink['push']}",
         "    }",
         "  }",
         f"  {t} v[{L}];",
-        f"  {sym}_fold<{L}>(stack, depth, v);",
+        f"  {sink['fold']}",
         f"  for (int w = {L // 2}; w > 0; w /= 2)",
         f"    for (int l = 0; l < w; ++l) v[l] = {sym}_tcomb(v[l], v[l + w]);",
         "  return v[0];",
