@@ -44,7 +44,7 @@ template <int N> struct gompute_reduce_layout {
   int64_t kept[N][GOMPUTE_MAX_NDIM], red[N][GOMPUTE_MAX_NDIM];
   int64_t kept_count, red_count;  // result elements, reduced elements of each
   int64_t chunk;    // rows: reduced elements an item covers; columns: reduced rows
-  int64_t chunks;   // items (so partials) per result element
+  int64_t chunks;   // items per result element (1: the first launch stores the results, no partials)
   int64_t width;    // columns: result elements an item covers; rows: 1
   int64_t per_block, finish_per_block;  // items of the first launch, results of the second, a block
 };
@@ -61,8 +61,8 @@ template <int N> GOMPUTE_FN void gompute_unravel(const int64_t* shape, const int
     for (int a = 0; a < N; ++a) at[a] += k * strides[a][d];
   }
 }
-// Where item i's partial goes: partials are result-major per chunk, [chunk][result], so that a
-// columns item accumulates its results' partials in place, contiguous.
+// Where item i's partial goes when a result has several (chunks > 1): partials are result-major per
+// chunk, [chunk][result], so that a columns item accumulates its results' partials in place, contiguous.
 template <int N> GOMPUTE_FN int64_t gompute_partial(const gompute_reduce_layout<N>& lay, int64_t i) {
   return i % lay.chunks * lay.kept_count + i / lay.chunks;
 }
