@@ -111,12 +111,7 @@ def _refuse_empty(kernel, arrays, axes) -> None:
         shape = np.broadcast_shapes(*shapes)
     except ValueError:
         return  # blockwise says which shapes do not align
-    reduced = math.prod(shape[d] for d in axes)
-    if reduced == 0 and math.prod(n for d, n in enumerate(shape) if d not in axes):
-        raise ArgumentError(
-            f"{kernel.name}: a reduction over zero elements with combine {kernel.combine!r}, which has no identity; "
-            "give the kernel identity=, or reduce a nonempty array"
-        )
+    kernel.refuse_empty(shape, axes)
 
 
 def _without_empty_chunks(x, axes, ndim: int):

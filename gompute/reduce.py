@@ -17,8 +17,6 @@ results do not depend on the thread count.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from . import _core
@@ -183,11 +181,7 @@ class _ReduceCall(_Call):
         kept = tuple(n for d, n in enumerate(shape) if d not in axes)
         out_shape = tuple(1 if d in axes else n for d, n in enumerate(shape)) if self.keepdims else kept
         spec = k.variant(tuple(b.dtype for b in inputs), None if given is None else given.dtype)
-        if math.prod(shape[d] for d in axes) == 0 and math.prod(kept) and k.identity is None:
-            raise ArgumentError(
-                f"{k.name}: a reduction over zero elements with combine {k.combine!r}, which has no identity; "
-                "give the kernel identity=, or reduce a nonempty array"
-            )
+        k.refuse_empty(shape, axes)
         result, out = self._reduce_output(bound, out_shape, spec, given)
         launch_stream = self._launch_stream(bound, [*inputs, out], wanted)
         if out.size:

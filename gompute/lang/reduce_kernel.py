@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins as _py
 import functools
+import math
 import operator
 
 from .. import types as T
@@ -206,6 +207,16 @@ class ReduceKernel:
         if is_half(ret):
             return T.f32, ret
         return ret, ret
+
+    def refuse_empty(self, shape: tuple[int, ...], axes: tuple[int, ...]) -> None:
+        """Raises where reducing `axes` of `shape` leaves results of no elements and the combine has
+        no identity to give them (min, max without one), as NumPy's np.max of an empty axis does."""
+        if self.identity is None and math.prod(shape[d] for d in axes) == 0:
+            if math.prod(n for d, n in enumerate(shape) if d not in axes):
+                raise ArgumentError(
+                    f"{self.name}: a reduction over zero elements with combine {self.combine!r}, which has no "
+                    "identity; give the kernel identity=, or reduce a nonempty array"
+                )
 
     def result_type(self, in_storage: tuple[ScalarType, ...]) -> ScalarType:
         """The element type of a new result for inputs stored as `in_storage`."""
