@@ -167,6 +167,8 @@ def run(kernel: MapKernel, array, *, stream=None, **params):
 class _Call:
     """One call: read the arrays, choose device, stream, output and entry point, launch."""
 
+    verb = "g.map"  # what the messages call it
+
     def __init__(self, bound: BoundKernel | None, arrays, out, stream, params, auto: AutoKernel | None = None):
         self.bound, self.auto, self.arrays, self.out, self.stream, self.params = (
             bound,
@@ -215,18 +217,22 @@ class _Call:
             raise ArgumentError(
                 f"{name}: stream= names one stream, and a Dask array's chunks run on their workers' own; leave it out"
             )
-        for array in self.arrays:
-            if isinstance(array, (list, tuple, int, float, complex, bool)):
-                raise ArgumentError(self._not_an_array(array))
+        self._refuse_scalars()
         return lazy_map(self.bound or self.auto, self.kernel, self.arrays, self.params)
 
     # -- arguments ----------------------------------------------------------------------
+
+    def _refuse_scalars(self) -> None:
+        """A lazy call's inputs are arrays: a Python number or sequence has no chunks to run on."""
+        for array in self.arrays:
+            if isinstance(array, (list, tuple, int, float, complex, bool)):
+                raise ArgumentError(self._not_an_array(array))
 
     def _arity_message(self) -> str:
         k, given = self.kernel, len(self.arrays)
         message = f"{k.name} takes {k.arity} array{'s' if k.arity != 1 else ''} ({', '.join(k.arg_names)}), got {given}"
         if given > k.arity and k.params_class is not None:
-            message += f"; its params are keywords: {_call_example(k, k.params_class.__fields__)}"
+            message += f"; its params are keywords: {_call_example(self.verb, k, k.params_class.__fields__)}"
         return message
 
     def _pack_params(self) -> bytes | None:
@@ -240,7 +246,7 @@ class _Call:
             names = ", ".join(f.name for f in missing)
             raise ArgumentError(
                 f"{self.kernel.name} needs a value for {names} ({cls.__name__}); pass "
-                f"{'it' if len(missing) == 1 else 'them'} as keywords: {_call_example(self.kernel, missing)}"
+                f"{'it' if len(missing) == 1 else 'them'} as keywords: {_call_example(self.verb, self.kernel, missing)}"
             )
         return abi.pack(cls, **self.params)
 
@@ -282,7 +288,7 @@ class _Call:
         dtype = "" if declared is None or declared.dtype is None else f", dtype=np.{np.dtype(declared.dtype).name}"
         why = f" (np.asarray alone makes float64 or int64, which {name}: {declared.name} may refuse)" if dtype else ""
         return (
-            f"{k.name}: {name} is a Python {type(value).__name__}, and g.map takes arrays; "
+            f"{k.name}: {name} is a Python {type(value).__name__}, and {self.verb} takes arrays; "
             f"pass np.asarray({name}{dtype}){why}"
         )
 
@@ -441,9 +447,9 @@ class _layout_at:  # noqa: N801 - read as a function: `_layout_at(buffer)`
         }
 
 
-def _call_example(kernel: MapKernel, fields) -> str:
+def _call_example(verb: str, kernel: MapKernel, fields) -> str:
     arrays = ", ".join(kernel.arg_names)
-    return f"g.map({kernel.name})({arrays}, {', '.join(f'{f.name}=...' for f in fields)})"
+    return f"{verb}({kernel.name})({arrays}, {', '.join(f'{f.name}=...' for f in fields)})"
 
 
 # ---- where results and streams come from ---------------------------------------------------

@@ -156,6 +156,8 @@ def reduce(kernel: ReduceKernel) -> AutoReduce:  # noqa: A001 - the library's ve
 class _ReduceCall(_Call):
     """One call: g.map's reading of arrays, devices and streams; a reduction's plan and launches."""
 
+    verb = "g.reduce"
+
     def __init__(self, auto: AutoReduce, arrays, out, stream, params, axis, keepdims):
         super().__init__(None, arrays, out, stream, params, auto=auto)
         self.axis, self.keepdims = axis, bool(keepdims)
@@ -163,9 +165,10 @@ class _ReduceCall(_Call):
     def run(self):
         k = self.kernel
         if len(self.arrays) != k.arity:
-            raise ArgumentError(self._arity_message().replace("g.map(", "g.reduce("))
+            raise ArgumentError(self._arity_message())
         packed = self._pack_params()
         if holds_dask_array((*self.arrays, self.out)):
+            self._refuse_scalars()
             fold = reduce(combiner(k))
             return lazy_reduce(self.auto, fold, k, self.arrays, self.axis, self.keepdims, self._dask_checked())
         wanted = self._wanted_stream()

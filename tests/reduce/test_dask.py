@@ -156,3 +156,11 @@ def test_the_graph_pickles_and_refuses_what_it_cannot_take():
         g.reduce(K.dot)(d, d, stream=0)
     with pytest.raises(g.ArgumentError, match="takes 2 arrays"):
         g.reduce(K.dot)(d)
+
+
+def test_a_python_number_beside_a_dask_array_is_refused_by_name():
+    d = da.ones((8, 8), chunks=4, dtype=np.float32)
+    with pytest.raises(g.ArgumentError, match="y is a Python float, and g.reduce takes arrays"):
+        g.reduce(K.dot)(d, 2.0)
+    with pytest.raises(g.ArgumentError, match="x is a Python list"):
+        g.reduce(K.dot)([1, 2], d)
