@@ -34,6 +34,7 @@ from .reduce_layout import (
     LAYOUT_SOURCE,
     LEAF_ROWS,
     ROW_LEAVES,
+    ROW_STEPS,
     column_width,
     combine_code,
     declarations,
@@ -212,7 +213,6 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
     p_decl = ", ".join(f"const {storage_ctype(t)}* p{k}" for k, t in enumerate(unit.in_storage))
     lay = layout_type(unit)
     contiguous = " && ".join(f"lay.red[{k}][last] == 1" for k in range(n))
-    short = mapped(unit, call_name, [f"in{k}[at[{k}] + k * lay.red[{k}][0]]" for k in range(n)])
     at = lambda k: f"in{k} + at[{k}] + off[{k}]"  # noqa: E731
     return [
         f"GOMPUTE_FN void {sym}_leaf({a}* v, {p_decl}, int64_t n{params}) {{",
@@ -242,12 +242,6 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
         f"GOMPUTE_ROWS {t} {sym}_row_item({', '.join(ins)}, const {lay}& lay, int64_t i, const int64_t* at{params}) {{",
         "  const int64_t k0 = i % lay.chunks * lay.chunk;",
         "  const int64_t k1 = k0 + lay.chunk < lay.red_count ? k0 + lay.chunk : lay.red_count;",
-        f"  if (lay.red_ndim == 1 && k1 - k0 <= {L}) {{  // a short row: in order, in the partial's type",
-        f"    {t} v = ({t}){unit.identity};",
-        "    for (int64_t k = k0; k < k1; ++k)",
-        f"      v = {sym}_tcomb(v, ({t}){short});",
-        "    return v;",
-        "  }",
         f"  int64_t off[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
         f"  gompute_unravel<{n + 1}>(lay.red_shape, lay.red, lay.red_ndim, k0, off, idx);",
         *sink["declare"].split("\n"),
@@ -282,15 +276,139 @@ def _host_rows(unit, structs, call_name: str) -> list[str]:
     ]
 
 
-SHORT_FIXED = 8  # short rows of up to this many elements get a loop of their own width
+def _lane_row(unit, structs, call_name: str) -> list[str]:
+    """`lane_row<W>`: a row of n >= W contiguous elements in W lanes: steps of W elements in order,
+    then the last n % W elements read in the W that end the row, the lanes below them masked with the
+    identity (one read, no scalar tail), then the lanes pairwise in the tree's type.
+
+    It is not inlined: GCC's vectorizer leaves the fold in scalar conversions and additions where the
+    row is inlined into the loop over rows. Its loops over lanes stay loops until the vectorizer (no
+    unrolling first), which turns a min's or max's selects into vector blends; unrolled, they stay scalar."""
+    sym, a, t, n = unit.name, value_ctype(unit.acc), tree_type(unit), len(unit.in_storage)
+    _, params, _ = declarations(unit, structs)
+    p_decl = ", ".join(f"const {storage_ctype(s)}* p{k}" for k, s in enumerate(unit.in_storage))
+    val = lambda j: mapped(unit, call_name, [f"p{k}[{j}]" for k in range(n)])  # noqa: E731
+    tail = mapped(unit, call_name, [f"(p{k} + n - W)[l]" for k in range(n)])
+    # A float min or max keeps its NaNs apart, in q, as a full leaf does (_full_leaf_rows).
+    nan_apart = unit.combine in ("min", "max") and unit.acc.is_float
+    if nan_apart:
+        cmp = ">" if unit.combine == "max" else "<"
+        update = ["      q[l] = x != x ? x : q[l];", f"      v[l] = x {cmp} v[l] ? x : v[l];"]
+        keep, merge = (
+            [f"  {a} q[W];", "  for (int l = 0; l < W; ++l) q[l] = 0;"],
+            [
+                "#pragma GCC unroll 1",
+                "  for (int l = 0; l < W; ++l) v[l] = q[l] != q[l] ? q[l] : v[l];",
+            ],
+        )
+    else:
+        update, keep, merge = [f"      v[l] = {sym}_comb(v[l], x);"], [], []
+    return [
+        "// w[0] = w[0..2H) pairwise, neighbours H apart first: each level a loop of constant length.",
+        "template <int H>",
+        f"GOMPUTE_FN void {sym}_halve({t}* w) {{",
+        f"  for (int l = 0; l < H; ++l) w[l] = {sym}_tcomb(w[l], w[l + H]);",
+        f"  if constexpr (H > 1) {sym}_halve<H / 2>(w);",
+        "}",
+        "template <int W>",
+        f"GOMPUTE_ROWS {t} {sym}_lane_row({p_decl}, int64_t n{params}) {{",
+        f"  {a} v[W];",
+        *keep,
+        f"  for (int l = 0; l < W; ++l) v[l] = {val('l')};",
+        "  int64_t j = W;",
+        "  for (; j + W <= n; j += W)",
+        "#pragma GCC unroll 1",
+        "    for (int l = 0; l < W; ++l) {",
+        f"      const {a} x = {val('j + l')};",
+        *update,
+        "    }",
+        "  if (j < n) {  // lanes below s of the last W elements were read above",
+        "    const int s = (int)(j + W - n);",
+        "#pragma GCC unroll 1",
+        "    for (int l = 0; l < W; ++l) {",
+        f"      const {a} y = {tail}, x = l >= s ? y : ({a}){unit.identity};",
+        *update,
+        "    }",
+        "  }",
+        *merge,
+        f"  {t} w[W];",
+        f"  for (int l = 0; l < W; ++l) w[l] = ({t})v[l];",
+        f"  if constexpr (W > 1) {sym}_halve<W / 2>(w);",
+        "  return w[0];",
+        "}",
+    ]
+
+
+def _host_lane_rows(unit, structs, call_name: str) -> list[str]:
+    """Rows of at most a leaf (leaf_rows steps of `lanes`) along one reduced dimension, one item each:
+    results [first, last) of a block, the result's offsets stepped along (no division a row), each row
+    a `lane_row<W>`. W is the least power of two with n <= ROW_STEPS * W, at most `lanes` and never
+    above n: a short row's lanes are few and its fold short, a longer one's several vectors, whose
+    chains of combines run at once. An element passes through at most leaf_rows combines in the
+    accumulator's type, as in a leaf. Strided rows are gathered into a row of their own first and
+    reduced the same way: the bits of packed rows."""
+    sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
+    ins, params, pass_params = declarations(unit, structs)
+    lay, o, L = layout_type(unit), storage_ctype(unit.out_storage), lanes(unit.acc)
+    contiguous = " && ".join(f"lay.red[{k}][0] == 1" for k in range(n))
+    rows = ", ".join(f"in{k} + at[{k}]" for k in range(n))
+    cases = [
+        f"    case {w}: return {sym}_lane_rows<{w}>({', '.join(f'in{k}' for k in range(n))}, out, lay, first, last"
+        f"{pass_params});"
+        for w in (1 << e for e in range(L.bit_length()))
+    ]
+    return [
+        *_lane_row(unit, structs, call_name),
+        "template <int W>",
+        f"GOMPUTE_ROWS void {sym}_lane_rows({', '.join(ins)}, {o}* out, const {lay}& lay, int64_t first, int64_t last"
+        f"{params}) {{",
+        f"  int64_t at[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
+        f"  gompute_unravel<{n + 1}>(lay.kept_shape, lay.kept, lay.kept_ndim, first, at, idx);",
+        "  const int64_t count = lay.red_count;",
+        f"  if ({contiguous}) {{",
+        "    for (int64_t m = first; m < last; ++m, gompute_next_kept(lay, idx, at)) {",
+        f"      const {t} v = {sym}_lane_row<W>({rows}, count{pass_params});",
+        f"      {store_result(unit, f'out[at[{n}]]', 'v')}",
+        "    }",
+        "    return;",
+        "  }",
+        *(f"  {storage_ctype(s)} b{k}[{leaf_rows(unit) * L}];" for k, s in enumerate(unit.in_storage)),
+        "  for (int64_t m = first; m < last; ++m, gompute_next_kept(lay, idx, at)) {",
+        "    for (int64_t k = 0; k < count; ++k) {",
+        *(f"      b{k}[k] = in{k}[at[{k}] + k * lay.red[{k}][0]];" for k in range(n)),
+        "    }",
+        f"    const {t} v = {sym}_lane_row<W>({', '.join(f'b{k}' for k in range(n))}, count{pass_params});",
+        f"    {store_result(unit, f'out[at[{n}]]', 'v')}",
+        "  }",
+        "}",
+        f"GOMPUTE_ROWS void {sym}_lane_rows_of({', '.join(ins)}, {o}* out, const {lay}& lay, int64_t first,",
+        f"                                     int64_t last{params}) {{",
+        "  int w = 1;",
+        "  while (2 * w <= lay.red_count && w < 8) w *= 2;",
+        f"  while (w < {L} && lay.red_count > {ROW_STEPS} * w) w *= 2;",
+        "  switch (w) {",
+        *cases,
+        "  }",
+        "}",
+    ]
+
+
+SHORT_ROWS = 16  # rows of up to this many elements, one kept dimension: `_host_short_rows`
+
+
+def _short_fixed(unit) -> int:
+    """Short rows of up to this many elements get a loop of their own width: all of them for an f32
+    sum, whose in-order f64 additions vectorize across rows; eight for other combines, which gain
+    less or lose past that."""
+    return SHORT_ROWS if narrow_sum(unit) else 8
 
 
 def _host_short_rows(unit, structs, call_name: str) -> list[str]:
-    """Rows of at most `lanes` elements along one reduced dimension, one item each, one kept
-    dimension: results [first, last) of a block, each reduced in order in the partial's type, as a
-    row item's short path does, without that item's divisions and call, and stored in the output.
-    Widths up to SHORT_FIXED are compile-time constants, so the loop over results vectorizes; where
-    every input's rows are packed and the output is contiguous, at constant strides too."""
+    """Rows of at most SHORT_ROWS elements along one reduced dimension, one item each, one kept
+    dimension: results [first, last) of a block, each reduced in order in the partial's type and
+    stored in the output. Widths up to `_short_fixed` are compile-time constants, so the loop over
+    results vectorizes; where every input's rows are packed and the output is contiguous, at constant
+    strides too. Wider ones are a chain of combines a row, the rows' chains running at once."""
     sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
     ins, params, pass_params = declarations(unit, structs)
     lay, o = layout_type(unit), storage_ctype(unit.out_storage)
@@ -300,7 +418,7 @@ def _host_short_rows(unit, structs, call_name: str) -> list[str]:
     inputs = ", ".join(f"in{k}" for k in range(n))
     cases = [
         f"    case {c}: return {sym}_short_fixed<{c}>({inputs}, out, lay, first, last{pass_params});"
-        for c in range(1, SHORT_FIXED + 1)
+        for c in range(1, _short_fixed(unit) + 1)
     ]
     return [
         "template <int C>",
@@ -412,10 +530,14 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
 
     rows_body = [
         "    if (first >= last) continue;",
-        "    // Short rows, one item each: a loop of their own (the row items' path would divide and call per row).",
-        "    if (layout.chunks == 1 && layout.kept_ndim == 1 && layout.red_ndim == 1 &&",
-        f"        layout.red_count <= {lanes(unit.acc)}) {{",
-        f"      {sym}_short_rows({inputs}, out, layout, first, last{pass_params});",
+        "    // Rows of one item each, of at most a leaf, along one dimension: loops of their own (the row items'",
+        "    // path would divide and call per row); the shortest across rows, the others in lanes along each.",
+        "    if (layout.chunks == 1 && layout.red_ndim == 1 && layout.red_count <= "
+        f"{leaf_rows(unit) * lanes(unit.acc)}) {{",
+        f"      if (layout.kept_ndim == 1 && layout.red_count <= {SHORT_ROWS})",
+        f"        {sym}_short_rows({inputs}, out, layout, first, last{pass_params});",
+        "      else",
+        f"        {sym}_lane_rows_of({inputs}, out, layout, first, last{pass_params});",
         "      continue;",
         "    }",
         "    // The result's offsets step along with the items (a result's items are consecutive).",
@@ -443,6 +565,7 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
         *_host_cascade(unit),
         *rows,
         *_host_short_rows(unit, structs, call_name),
+        *_host_lane_rows(unit, structs, call_name),
         *_host_columns(unit, structs, call_name),
         *first_pass("rows", "layout.kept_count * layout.chunks", rows_body),
         *first_pass("columns", COLUMN_ITEMS, columns_body),

@@ -21,6 +21,7 @@ NARROW_GROUP = 4
 GROUP_LEAVES = 4  # leaves of any other non-exact combine merged pairwise before the binary counter
 COLUMN_BYTES = 16384  # a columns item's results: this many bytes of accumulators, in its partials row
 ROW_LEAVES = 512  # a rows item of a long reduction: the elements of this many LEAF_ROWS-step leaves
+ROW_STEPS = 4  # a row of at most a leaf takes enough lanes (up to `lanes`) for this many steps a lane
 COLUMN_ROWS = 128  # reduced rows in a columns item
 COLUMN_GROUP = 16  # input rows a columns item reads at once
 GPU_ITEMS = 8  # a GPU rows item: elements per thread (grid-stride steps)

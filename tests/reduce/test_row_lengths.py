@@ -1,0 +1,129 @@
+"""g.reduce along rows of every length a host row path handles (fixed widths across rows, lanes
+along a row of at most a leaf, leaves past that), against NumPy: float sums within a pairwise sum's
+error of the exact sum, integer sums exact, min and max with NaNs anywhere, several inputs,
+params, strided and transposed rows, keepdims and out=, and the same bits on any thread count."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import gompute as g
+from gompute.lang.reduce_layout import NARROW_LEAF_ROWS, lanes
+
+from . import kernels as K
+
+RNG = np.random.default_rng(1032)
+# An f32 sum's leaf: rows of at most this many elements are reduced the same way wherever they lie.
+F32_LEAF = NARROW_LEAF_ROWS * lanes(g.f32)
+LENGTHS = [*range(1, 71), 100, 127, 128, 129, 255, 256, 257, 1000, 1023, 1024, 1025, 4096]
+
+
+def _rows(n: int, dtype, rows: int = 13) -> np.ndarray:
+    return RNG.standard_normal((rows, n)).astype(dtype)
+
+
+def _near_exact(got, terms: np.ndarray, eps: float):
+    """got within a few roundings of the exact row sums of `terms` (in f64, or exact for f64 terms
+    through math.fsum), scaled by each row's sum of magnitudes: NumPy's pairwise sum's bound."""
+    exact = np.array([math.fsum(r) for r in terms.astype(np.float64)])
+    scale = np.abs(terms.astype(np.float64)).sum(axis=1)
+    err = np.abs(np.asarray(got, np.float64) - exact)
+    assert np.all(err <= 8 * eps * scale + 1e-300), (err / np.maximum(scale, 1e-300)).max()
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_float_sums_of_every_row_length(n):
+    for dtype, eps in ((np.float32, 2.0**-24), (np.float64, 2.0**-53)):
+        x = _rows(n, dtype)
+        got = g.reduce(K.total)(x, axis=1)
+        assert got.dtype == dtype
+        _near_exact(got, x, eps)
+        assert np.array_equal(g.reduce(K.total)(x, axis=-1, keepdims=True), got[:, None])
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_integer_sums_are_exact(n):
+    x = RNG.integers(-(2**31), 2**31 - 1, (11, n), dtype=np.int32)
+    np.testing.assert_array_equal(g.reduce(K.total)(x, axis=1), np.sum(x, axis=1))
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("kernel, reference", [(K.largest, np.max), (K.smallest, np.min)])
+def test_min_and_max_with_a_nan_anywhere(n, kernel, reference):
+    for dtype in (np.float32, np.float64):
+        # Row r has its NaN at a place of its own, spread over the whole row; the last rows none.
+        x = _rows(n, dtype, rows=min(n, 40) + 2)
+        for r in range(x.shape[0] - 2):
+            x[r, r * n // (x.shape[0] - 2)] = np.nan
+        x[-1, n // 2] = np.inf if kernel is K.largest else -np.inf
+        np.testing.assert_array_equal(g.reduce(kernel)(x, axis=1), reference(x, axis=1))
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_two_inputs_and_params(n):
+    x, y = _rows(n, np.float32), _rows(n, np.float32)
+    _near_exact(g.reduce(K.dot)(x, y, axis=1), x.astype(np.float64) * y, 2.0**-24)
+    # y broadcast along each row (one value a row) and along the rows (one row for all).
+    col, row = y[:, :1], y[:1, :]
+    _near_exact(g.reduce(K.dot)(x, col, axis=1), x.astype(np.float64) * col, 2.0**-24)
+    _near_exact(g.reduce(K.dot)(x, row, axis=1), x.astype(np.float64) * row, 2.0**-24)
+    z = _rows(n, np.float64)
+    _near_exact(g.reduce(K.shifted_sum)(z, axis=1, by=0.5), z + 0.5, 2.0**-53)
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_strided_and_transposed_rows(n):
+    base = _rows(2 * n, np.float32, rows=9)
+    every_other = base[:, ::2]  # rows at element stride 2
+    transposed = np.ascontiguousarray(every_other.T).T  # rows at element stride 9
+    packed = np.ascontiguousarray(every_other)
+    want = g.reduce(K.total)(packed, axis=1)
+    _near_exact(want, packed, 2.0**-24)
+    strided = g.reduce(K.total)(every_other, axis=1)
+    if n <= F32_LEAF:
+        assert np.array_equal(strided, want)
+    _near_exact(strided, packed, 2.0**-24)
+    _near_exact(g.reduce(K.total)(transposed, axis=1), packed, 2.0**-24)  # a columns reduction, its own order
+    np.testing.assert_array_equal(g.reduce(K.largest)(transposed, axis=1), np.max(packed, axis=1))
+
+
+@pytest.mark.parametrize("n", [1, 9, 17, 64, 100, 1000, 1025])
+def test_out_given_at_a_stride_and_kept_dimensions(n):
+    x = _rows(n, np.float32, rows=30).reshape(5, 6, n)
+    o = np.zeros((5, 12), np.float32)[:, ::2]  # a strided output
+    got = g.reduce(K.total)(x, axis=2, out=o)
+    assert got is o
+    _near_exact(o.reshape(-1), x.reshape(-1, n), 2.0**-24)
+    # Kept dimensions that do not merge (a slice of each): the rows are stepped through both.
+    y = x[:, ::2]
+    assert np.array_equal(g.reduce(K.total)(y, axis=2, keepdims=True), o[:, ::2, None])
+
+
+_SCRIPT = """
+import hashlib, numpy as np, gompute as g
+from tests.reduce import kernels as K
+rng = np.random.default_rng(5)
+h = hashlib.sha256()
+for n in (3, 9, 16, 17, 33, 64, 100, 256, 1000, 1025, 4096):
+    x = rng.standard_normal((300_000 // n + 7, n)).astype(np.float32)
+    y = rng.standard_normal(x.shape).astype(np.float32)
+    for r in (g.reduce(K.total)(x, axis=1), g.reduce(K.total)(x.astype(np.float64), axis=1),
+              g.reduce(K.largest)(x, axis=1), g.reduce(K.dot)(x, y, axis=1), g.reduce(K.total)(x[:, ::2], axis=1)):
+        h.update(np.ascontiguousarray(r).tobytes())
+print(h.hexdigest())
+"""
+
+
+def test_rows_give_the_same_bits_on_any_thread_count():
+    outs = []
+    for threads in ("1", "2", "3"):
+        env = {**os.environ, "GOMPUTE_HOST_THREADS": threads}
+        done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, check=True)
+        outs.append(done.stdout)
+    assert outs[0] == outs[1] == outs[2] and len(outs[0]) > 60
