@@ -1,7 +1,7 @@
-"""What every reduction entry shares, host and GPU (reduce_entries.py writes the entries): how the
-work is cut (the sizes below, which gompute/reduce.py hands to the planner), the layout struct
-the planner packs and the C++ that walks it, and the C++ of the map part, of combining two
-accumulator values and of storing a result."""
+"""What every reduction entry shares, host and GPU (reduce_entries.py, reduce_rows.py and
+reduce_gpu.py write the entries): how the work is cut (the sizes below, which gompute/reduce.py
+hands to the planner), the layout struct the planner packs and the C++ that walks it, and the C++
+of the map part, of combining two accumulator values and of storing a result."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ GROUP_LEAVES = 4  # leaves of any other non-exact combine merged pairwise before
 COLUMN_BYTES = 16384  # a columns item's results: this many bytes of accumulators, in its partials row
 ROW_LEAVES = 512  # a rows item of a long reduction: the elements of this many LEAF_ROWS-step leaves
 ROW_STEPS = 4  # a row of at most a leaf takes enough lanes (up to `lanes`) for this many steps a lane
+SHORT_ROWS = 16  # rows of up to this many elements, one kept dimension: reduce_rows.host_short_rows
 COLUMN_ROWS = 128  # reduced rows in a columns item
 COLUMN_GROUP = 16  # input rows a columns item reads at once
 GPU_ITEMS = 8  # a GPU rows item: elements per thread (grid-stride steps)

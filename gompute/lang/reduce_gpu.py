@@ -1,0 +1,165 @@
+"""The C++ of a reduction's CUDA and HIP entry points (reduce_entries.py writes the host's and
+says how the work is cut).
+
+An item is a thread block: its threads stride through the item's elements, then the block
+reduces its threads' values with warp shuffles and shared memory (`_gpu_block`); where an item
+covers its result (`layout.chunks == 1`) thread 0 stores it, else it writes the item's partial
+and the finish launch combines each result's partials, a thread a result.
+"""
+
+from __future__ import annotations
+
+from .codegen import storage_ctype, value_ctype
+from .reduce_layout import (
+    COLUMN_ITEMS,
+    GPU_FINISH_RUN,
+    layout_type,
+    mapped,
+    store_result,
+    tree_type,
+)
+
+# A warp's shuffle down for each partial type: CUDA's names its mask (every lane: reduction blocks
+# are whole warps), HIP's runs on the whole wavefront. Small integers and bools go as int.
+_GPU_SHUFFLE = r"""
+#ifndef GOMPUTE_REDUCE_SHUFFLE
+#define GOMPUTE_REDUCE_SHUFFLE
+template <typename T> GOMPUTE_FN T gompute_shfl_down(T v, int d) { return (T)GOMPUTE_SHFL_DOWN((int)v, d); }
+GOMPUTE_FN float gompute_shfl_down(float v, int d) { return GOMPUTE_SHFL_DOWN(v, d); }
+GOMPUTE_FN double gompute_shfl_down(double v, int d) { return GOMPUTE_SHFL_DOWN(v, d); }
+GOMPUTE_FN int64_t gompute_shfl_down(int64_t v, int d) { return (int64_t)GOMPUTE_SHFL_DOWN((long long)v, d); }
+GOMPUTE_FN uint64_t gompute_shfl_down(uint64_t v, int d) { return (uint64_t)GOMPUTE_SHFL_DOWN((long long)v, d); }
+GOMPUTE_FN uint64_t gompute_block_linear() {
+  return blockIdx.x + (uint64_t)gridDim.x * (blockIdx.y + (uint64_t)gridDim.y * blockIdx.z);
+}
+#endif
+"""
+_SHFL = {
+    "cuda": "#define GOMPUTE_SHFL_DOWN(v, d) __shfl_down_sync(0xffffffffu, (v), (d))",
+    # The HIP text built for the CPU (tests/fakes/cuda_shim.h, GOMPUTE_CUDA_ON_CPU) has CUDA's spelling.
+    "hip": "#if defined(GOMPUTE_CUDA_ON_CPU)\n#define GOMPUTE_SHFL_DOWN(v, d) __shfl_down_sync(~0ull, (v), (d))\n"
+    "#else\n#define GOMPUTE_SHFL_DOWN(v, d) __shfl_down((v), (d))\n#endif",
+}
+
+
+def _gpu_block(unit) -> list[str]:
+    """The combine of every thread's value in a block, in thread 0: shuffles within each warp,
+    then the first warp over the warps' results, through shared memory."""
+    sym, t = unit.name, tree_type(unit)
+    return [
+        f"GOMPUTE_FN {t} {sym}_block({t} v) {{",
+        f"  __shared__ {t} warps[32];",
+        "  const unsigned int lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize;",
+        f"  for (int d = warpSize / 2; d > 0; d /= 2) v = {sym}_tcomb(v, gompute_shfl_down(v, d));",
+        "  if (lane == 0) warps[warp] = v;",
+        "  __syncthreads();",
+        "  if (warp == 0) {",
+        f"    v = lane < blockDim.x / warpSize ? warps[lane] : ({t}){unit.identity};",
+        f"    for (int d = warpSize / 2; d > 0; d /= 2) v = {sym}_tcomb(v, gompute_shfl_down(v, d));",
+        "  }",
+        "  __syncthreads();  // warps[] is free for the block's next item",
+        "  return v;",
+        "}",
+    ]
+
+
+def _gpu_head(unit, entry, structs) -> str:
+    args = []
+    for arg in entry.args:
+        if arg.kind == "pointer":
+            args.append(f"{storage_ctype(arg.type)}* {arg.name}")
+        elif arg.kind == "layout":
+            args.append(f"const {layout_type(unit)} {arg.name}")
+        else:
+            args.append(f"const {structs[arg.type]} params")
+    return f"GOMPUTE_GLOBAL void __launch_bounds__({unit.block_size}) {entry.symbol}({', '.join(args)}) {{"
+
+
+def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
+    sym, a, t, n = unit.name, value_ctype(unit.acc), tree_type(unit), len(unit.in_storage)
+    entries = {e.kind: e for e in unit.entry_points()}
+    strided = mapped(unit, call_name, [f"in{k}[at[{k}] + off[{k}]]" for k in range(n)])
+    flat = mapped(unit, call_name, [f"in{k}[at[{k}] + k * layout.red[{k}][0]]" for k in range(n)])
+    column = mapped(unit, call_name, [f"in{k}[at[{k}] + off[{k}] + l]" for k in range(n)])
+    indices = [f"    int64_t at[{n + 1}], off[{n + 1}];"]
+    flat_offsets = " ".join(f"off[{k}] = k * layout.red[{k}][0];" for k in range(n))
+    return [
+        _SHFL[backend],
+        *_GPU_SHUFFLE.strip("\n").splitlines(),
+        *_gpu_block(unit),
+        "// Block by block over the items (each a result's reduced elements [k0, k1)), the threads",
+        "// striding through an item's elements; one partial an item, or the result where it is the only one.",
+        _gpu_head(unit, entries["rows"], structs),
+        "  const int64_t items = layout.kept_count * layout.chunks;",
+        "  for (int64_t i = gompute_block_linear(); i < items; i += (int64_t)gridDim.x * gridDim.y * gridDim.z) {",
+        "    const int64_t m = i / layout.chunks, k0 = i % layout.chunks * layout.chunk;",
+        "    const int64_t k1 = k0 + layout.chunk < layout.red_count ? k0 + layout.chunk : layout.red_count;",
+        *indices,
+        f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m, at, nullptr);",
+        f"    {a} v = {unit.identity};",
+        "    if (layout.red_ndim == 1) {",
+        "      for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x)",
+        f"        v = {sym}_comb(v, {flat});",
+        "    } else {",
+        "      for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) {",
+        f"        gompute_unravel<{n + 1}>(layout.red_shape, layout.red, layout.red_ndim, k, off, nullptr);",
+        f"        v = {sym}_comb(v, {strided});",
+        "      }",
+        "    }",
+        f"    const {t} r = {sym}_block(({t})v);",
+        "    if (threadIdx.x == 0) {",
+        "      if (layout.chunks == 1)",
+        f"        {store_result(unit, f'out[at[{n}]]', 'r')}",
+        "      else",
+        "        partials[gompute_partial(layout, i)] = r;",
+        "    }",
+        "  }",
+        "}",
+        "// Block by block over the items (a tile of `width` results contiguous in every input, over the",
+        "// reduced rows [k0, k1)): thread l owns result m0 + l, so each row is read in whole lines; its",
+        "// partial, or the result where the item is the only one.",
+        _gpu_head(unit, entries["columns"], structs),
+        f"  const int64_t items = {COLUMN_ITEMS};",
+        "  const int64_t cols = layout.kept_shape[layout.kept_ndim - 1];",
+        "  const int64_t tiles = (cols + layout.width - 1) / layout.width;",
+        "  for (int64_t i = gompute_block_linear(); i < items; i += (int64_t)gridDim.x * gridDim.y * gridDim.z) {",
+        "    const int64_t kc = i % layout.chunks, t = i / layout.chunks % tiles;",
+        "    const int64_t m0 = i / layout.chunks / tiles * cols + t * layout.width, l = threadIdx.x;",
+        "    if (t * layout.width + l >= cols) continue;",
+        "    const int64_t k0 = kc * layout.chunk;",
+        "    const int64_t k1 = k0 + layout.chunk < layout.red_count ? k0 + layout.chunk : layout.red_count;",
+        *indices,
+        f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m0, at, nullptr);",
+        f"    {t} v = ({t}){unit.identity};",
+        "    for (int64_t k = k0; k < k1; ++k) {",
+        "      if (layout.red_ndim == 1)",
+        f"        {{ {flat_offsets} }}",
+        "      else",
+        f"        gompute_unravel<{n + 1}>(layout.red_shape, layout.red, layout.red_ndim, k, off, nullptr);",
+        f"      v = {sym}_tcomb(v, ({t}){column});",
+        "    }",
+        "    if (layout.chunks == 1)",
+        f"      {store_result(unit, f'out[at[{n}] + l * layout.kept[{n}][layout.kept_ndim - 1]]', 'v')}",
+        "    else",
+        "      partials[kc * layout.kept_count + m0 + l] = v;",
+        "  }",
+        "}",
+        "// A thread a result: its items' partials (few: _GPU_PARTIALS in gompute/reduce.py) combined in",
+        f"// runs of {GPU_FINISH_RUN}, then the runs' results, in registers (a pairwise stack would live in",
+        "// local memory); stored through the output's strides.",
+        _gpu_head(unit, entries["finish"], structs),
+        "  for (uint64_t m = gompute_thread_index(); m < (uint64_t)layout.kept_count; m += gompute_thread_count()) {",
+        f"    {t} v[1] = {{({t}){unit.identity}}};",
+        f"    for (int64_t c0 = 0; c0 < layout.chunks; c0 += {GPU_FINISH_RUN}) {{",
+        f"      const int64_t c1 = c0 + {GPU_FINISH_RUN} < layout.chunks ? c0 + {GPU_FINISH_RUN} : layout.chunks;",
+        f"      {t} run = partials[c0 * layout.kept_count + m];",
+        "      for (int64_t c = c0 + 1; c < c1; ++c)",
+        f"        run = {sym}_tcomb(run, partials[c * layout.kept_count + m]);",
+        f"      v[0] = {sym}_tcomb(v[0], run);",
+        "    }",
+        f"    int64_t at[{n + 1}];",
+        f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, (int64_t)m, at, nullptr);",
+        f"    {store_result(unit, f'out[at[{n}]]', 'v[0]')}",
+        "  }",
+        "}",
+    ]
