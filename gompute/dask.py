@@ -21,7 +21,7 @@ import numpy as np
 
 from .errors import ArgumentError
 from .lang.kernel import MapKernel
-from .lang.reduce_kernel import ReduceKernel
+from .lang.reduce_kernel import ReduceKernel, normalize_axes
 from .types import from_dtype
 
 
@@ -53,8 +53,6 @@ def lazy_reduce(call, fold, kernel, arrays, axis, keepdims: bool, params: dict):
     `blockwise` of the call on each block's chunks, whose partial results the chunk step keeps."""
     import dask.array as da
     from dask.array.utils import meta_from_array
-
-    from .reduce import normalize_axes  # reduce.py imports this module: not at the top
 
     result = kernel.variant(tuple(from_dtype(a.dtype) for a in arrays)).result
     if result.dtype is None:

@@ -17,8 +17,6 @@ results do not depend on the thread count.
 
 from __future__ import annotations
 
-import numpy as np
-
 from . import _core
 from .backend import Backend
 from .dask import combiner, holds_dask_array, lazy_reduce
@@ -37,7 +35,7 @@ from .kernel import (
     _same,
     _target_arch,
 )
-from .lang.reduce_kernel import ReduceKernel
+from .lang.reduce_kernel import ReduceKernel, normalize_axes
 from .lang.reduce_layout import (
     COLUMN_ROWS,
     GPU_ITEMS,
@@ -240,16 +238,6 @@ class _ReduceCall(_Call):
         if not host:
             out.stream = stream
         self.auto.learn(bound, spec, inputs, out, kind, self.arrays[0], self.make)
-
-
-def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
-    """NumPy's axis argument as sorted non-negative axes: None is every axis."""
-    if axis is None:
-        return tuple(range(ndim))
-    try:
-        return tuple(sorted(np.lib.array_utils.normalize_axis_tuple(axis, ndim)))
-    except TypeError:
-        raise ArgumentError(f"axis must be None, an int or a tuple of ints, got {axis!r}") from None
 
 
 def cut_rules(spec, gpu: bool) -> _core.ReduceRules:

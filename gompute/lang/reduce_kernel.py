@@ -22,6 +22,8 @@ import functools
 import math
 import operator
 
+import numpy as np
+
 from .. import types as T
 from ..errors import ArgumentError, CompileError
 from ..types import ScalarType
@@ -128,6 +130,16 @@ class ReduceSpecialization(Specialization):
             EntryPoint(f"{self.name}__columns", "columns", first),
             EntryPoint(f"{self.name}__finish", "finish", finish),
         ]
+
+
+def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
+    """NumPy's axis argument as sorted non-negative axes: None is every axis."""
+    if axis is None:
+        return tuple(range(ndim))
+    try:
+        return tuple(sorted(np.lib.array_utils.normalize_axis_tuple(axis, ndim)))
+    except TypeError:
+        raise ArgumentError(f"axis must be None, an int or a tuple of ints, got {axis!r}") from None
 
 
 class ReduceKernel:
