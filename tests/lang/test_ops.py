@@ -7,7 +7,9 @@ launches its own entry point and compares the output, values and dtype, with Num
 from __future__ import annotations
 
 import math
+import os
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
 import numpy as np
@@ -245,11 +247,25 @@ def _id(case):
     return f"{case[0]}-{'-'.join(np.dtype(d).name for d in case[3])}"
 
 
+# The kernels are compiled as this many modules at once, a compiler process each: one module of
+# every case is most of this file's time, and the cores share it.
+PARTS = max(2, min(4, os.cpu_count() or 1))
+
+
 @pytest.fixture(scope="module")
 def image():
+    """Each case's entry symbol -> the compiled module that holds it."""
     specs = [_spec(c) for c in CASES] + [K.py_aliases.specialize(T.f32, T.f32)]
     specs += [K.mul_add.specialize(*[T.from_dtype(d)] * 3) for d in FLOATS]
-    return compile_module(specs, "host", None, "test_ops")
+    parts = [specs[k::PARTS] for k in range(PARTS)]
+    with ThreadPoolExecutor(PARTS) as pool:
+        built = list(pool.map(lambda k: compile_module(parts[k], "host", None, f"test_ops_{k}"), range(PARTS)))
+    return {e.symbol: image for part, image in zip(parts, built) for s in part for e in s.entry_points()}
+
+
+def _run(images, spec, *inputs):
+    entry = next(e for e in spec.entry_points() if e.kind == "map")
+    return run_spec(images[entry.symbol], spec, *inputs)
 
 
 def _tolerance(dtype):
@@ -265,7 +281,7 @@ def test_against_numpy(image, case):
         expected = np.asarray(ref(*inputs))
     spec = _spec(case)
     assert spec.out_type.dtype == expected.dtype, f"{name}{dtypes}: gompute gives {spec.out_type}"
-    got = run_spec(image, spec, *inputs)
+    got = _run(image, spec, *inputs)
     if exact or expected.dtype.kind not in "f":
         np.testing.assert_array_equal(got, expected, err_msg=f"{name} on {dtypes}, inputs {inputs}")
     else:
@@ -291,8 +307,8 @@ def test_fma_rounds_once_and_a_product_plus_a_sum_twice(image, dtype):
     a, b, c = (np.full(N, v, dtype) for v in (1 + e, 1 - e, -1))
     assert a[0] * b[0] == 1
     types = [T.from_dtype(dtype)] * 3
-    fused = run_spec(image, K.b_fma.specialize(*types), a, b, c)
-    separate = run_spec(image, K.mul_add.specialize(*types), a, b, c)
+    fused = _run(image, K.b_fma.specialize(*types), a, b, c)
+    separate = _run(image, K.mul_add.specialize(*types), a, b, c)
     np.testing.assert_array_equal(fused, np.full(N, -e * e, dtype))
     np.testing.assert_array_equal(separate, a * b + c)  # zeros: no contraction into an FMA
 
@@ -301,7 +317,7 @@ def test_python_builtins_and_math_map_to_builtins(image):
     rng = np.random.default_rng(1)
     a, b = sample(np.float32, rng), sample(np.float32, rng)
     spec = K.py_aliases.specialize(T.f32, T.f32)
-    got = run_spec(image, spec, a, b)
+    got = _run(image, spec, a, b)
     with np.errstate(all="ignore"):
         expected = (
             np.abs(a)
