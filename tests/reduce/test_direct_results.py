@@ -110,10 +110,14 @@ def test_a_transposed_input_reduced_across_results(reduced):
     np.testing.assert_array_equal(big[:, 1], np.max(x, axis=1))
 
 
-@pytest.mark.parametrize("shape, axis", [((ROWS, 129), 1), ((4000, 7), 0), ((3, 300_000), 1), ((7, 4, 5), (0, 2))])
+@pytest.mark.parametrize(
+    "shape, axis",
+    [((ROWS, 129), 1), ((4000, 7), 0), ((300, 70), 0), ((1000, 100), 0), ((3, 300_000), 1), ((7, 4, 5), (0, 2))],
+)
 def test_results_of_several_items_or_dimensions_match_numpy(shape, axis):
     """Around the direct stores: columns over more rows than an item takes and rows longer than an
-    item (partials and the finish), and results over two kept dimensions."""
+    item (partials and the finish, which merges 32 results' partials at once where 32 are left,
+    the rest one by one), and results over two kept dimensions."""
     x = _ints(shape, np.float32)
     r, calls = counting(K.total)
     for _ in range(2):
