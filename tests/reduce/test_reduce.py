@@ -181,6 +181,14 @@ def test_out_and_axis_errors():
         K.sumsq(x)
 
 
+def test_argument_errors_name_g_reduce_not_g_map():
+    x = _data((6, 5), np.float32)
+    with pytest.raises(g.ArgumentError, match=r"y is a Python float, and g\.reduce takes arrays"):
+        g.reduce(K.dot)(x, 2.0)
+    with pytest.raises(g.ArgumentError, match=r"takes 2 arrays \(x, y\), got 3"):
+        g.reduce(K.dot)(x, x, x)
+
+
 def test_complex_values_are_refused_naming_the_way_out():
     z = np.array([1 + 2j, 3 - 1j], np.complex64)
     with pytest.raises(g.ArgumentError, match=r"does not reduce complex values yet \(the accumulator would be c64\)"):
