@@ -51,9 +51,14 @@ $(FAKE_CUDA): tests/fakes/fake_libcuda.cpp tests/fakes/fake_device_memory.h gomp
 	mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O1 -shared -fPIC -fvisibility=hidden -Igompute/include $< -o $@ -ldl
 
+# One pytest worker a core (pytest-xdist), each taking whole files, so that a module's fixtures
+# (the compiled walks of every builtin) are built once. TEST_WORKERS=0 runs in this process.
+TEST_WORKERS ?= auto
+PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+
 test: $(TEST_STAMP) $(FAKE_CUDA)
-	$(PY) -m pytest -q
-	GOMPUTE_LIBCUDA=$(abspath $(FAKE_CUDA)) FAKE_CUDA_DEVICES=2 $(PY) -m pytest -q tests/runtime tests/interop tests/map/test_gpu_paths.py tests/map/test_gpu_tuning.py tests/map/test_gpu_check.py tests/map/test_gpu_devices.py tests/map/test_torch_cuda_path.py tests/reduce/test_fake_cuda.py tests/reduce/test_reduce_fast_path.py \
+	$(PYTEST)
+	GOMPUTE_LIBCUDA=$(abspath $(FAKE_CUDA)) FAKE_CUDA_DEVICES=2 $(PYTEST) tests/runtime tests/interop tests/map/test_gpu_paths.py tests/map/test_gpu_tuning.py tests/map/test_gpu_check.py tests/map/test_gpu_devices.py tests/map/test_torch_cuda_path.py tests/reduce/test_fake_cuda.py tests/reduce/test_reduce_fast_path.py \
 	  tests/reduce/test_direct_results.py::test_cuda_rows tests/reduce/test_direct_results.py::test_cuda_columns
 
 BENCH_STAMP := $(VENV)/.gompute-bench
