@@ -28,6 +28,7 @@ pass are as on the host.
 from __future__ import annotations
 
 from .codegen import storage_ctype, value_ctype
+from .reduce_columns import host_narrow_columns
 from .reduce_gpu import gpu_entries
 from .reduce_layout import (
     COLUMN_GROUP,
@@ -78,7 +79,7 @@ def _host_arg_lines(entry, structs, lay: str) -> list[str]:
 
 def _host_columns(unit, structs, call_name: str) -> list[str]:
     sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
-    ins, params, _ = declarations(unit, structs)
+    ins, params, pass_params = declarations(unit, structs)
     lay = layout_type(unit)
     g = COLUMN_GROUP
 
@@ -98,7 +99,9 @@ def _host_columns(unit, structs, call_name: str) -> list[str]:
     while len(pairs) > 1:
         pairs = [f"{sym}_comb({x}, {y})" for x, y in zip(pairs[::2], pairs[1::2])]
     o = storage_ctype(unit.out_storage)
+    inputs = ", ".join(f"in{k}" for k in range(n))
     return [
+        *host_narrow_columns(unit, structs, call_name),
         "// Item i: result elements [m0, m0 + nw), contiguous in every input, over the reduced rows [k0, k1):",
         "// the lanes are the results, accumulated in the item's partials row (the finish pass combines the",
         f"// items' rows pairwise), {g} input rows at a time, combined pairwise first. An item that is its",
@@ -128,6 +131,15 @@ def _host_columns(unit, structs, call_name: str) -> list[str]:
         "  if (lay.chunks != 1) return;",
         f"  const int64_t step = lay.kept[{n}][lay.kept_ndim - 1];",
         f"  for (int64_t l = 0; l < nw; ++l) {store_result(unit, f'out[at[{n}] + l * step]', 'v[l]')}",
+        "}",
+        f"GOMPUTE_FN void {sym}_column_items({', '.join(ins)}, {t}* partials, {o}* out, const {lay}& lay,"
+        f" int64_t first, int64_t last{params}) {{",
+        f"  if ({sym}_narrow(lay))",
+        "    for (int64_t i = first; i < last; ++i)",
+        f"      {sym}_narrow_item({inputs}, partials, out, lay, i{pass_params});",
+        "  else",
+        "    for (int64_t i = first; i < last; ++i)",
+        f"      {sym}_column_item({inputs}, partials, out, lay, i{pass_params});",
         "}",
     ]
 
@@ -182,10 +194,7 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
         "        partials[gompute_partial(layout, i)] = v;",
         "    }",
     ]
-    columns_body = [
-        "    for (int64_t i = first; i < last; ++i)",
-        f"      {sym}_column_item({inputs}, partials, out, layout, i{pass_params});",
-    ]
+    columns_body = [f"    {sym}_column_items({inputs}, partials, out, layout, first, last{pass_params});"]
 
     finish, F = entries["finish"], lanes(unit.partial_type)
     return [

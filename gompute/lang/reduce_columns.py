@@ -1,0 +1,147 @@
+"""The C++ of a reduction's narrow columns items on the host (reduce_entries.py writes the entry
+that calls them, and the wide tiles' items).
+
+A narrow tile is a whole row of at most NARROW_COLUMNS results whose reduced rows follow one
+another in every input: an item's rows [k0, k1) are then one run of (k1 - k0) * cols elements.
+The wide tiles' loop reads COLUMN_GROUP short runs a step and spends its time in the vector
+epilogue; these read the run whole. Rows of at most NARROW_STREAM elements stream into NARROW_SETS
+sets of accumulators held in registers, a row a set in turn, each row read as a whole number of
+vectors from its start (the lanes past the row read the next rows, inside the run, and are
+dropped); wider rows go in steps of COLUMN_GROUP rows, COLUMN_GROUP * cols elements, into
+accumulators laid out as those rows, so element f of a step meets the accumulator of its own
+column. Every NARROW_FOLD rows the accumulators are combined pairwise per column and added to the
+item's tree lanes: an element of a float sum passes through at most NARROW_FOLD / NARROW_SETS +
+log2(NARROW_SETS) roundings in its accumulator's type before the tree (NumPy's pairwise sum: 16 in
+its blocks of 128, then one a level). Which rows meet in an accumulator depends on the item's rows
+alone, so the results do not depend on the thread count.
+"""
+
+from __future__ import annotations
+
+from .codegen import storage_ctype, value_ctype
+from .reduce_layout import (
+    COLUMN_GROUP,
+    NARROW_COLUMNS,
+    NARROW_FOLD,
+    NARROW_SETS,
+    NARROW_STREAM,
+    declarations,
+    layout_type,
+    mapped,
+    store_result,
+    tree_type,
+)
+
+
+def host_narrow_columns(unit, structs, call_name: str) -> list[str]:
+    """`{sym}_narrow(layout)`, whether a columns launch's tiles are narrow, and `{sym}_narrow_item`."""
+    sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
+    ins, params, pass_params = declarations(unit, structs)
+    lay, o, g = layout_type(unit), storage_ctype(unit.out_storage), COLUMN_GROUP
+    contiguous = " && ".join(f"lay.red[{k}][0] == cols" for k in range(n))
+    ps = ", ".join(f"p{k}" for k in range(n))
+    widths = range(g, NARROW_STREAM + 1, g)
+    one = _val(unit, call_name, n, "r * cols + l")
+    return [
+        f"GOMPUTE_FN bool {sym}_narrow(const {lay}& lay) {{",
+        "  const int64_t cols = lay.kept_shape[lay.kept_ndim - 1];",
+        f"  return cols <= {NARROW_COLUMNS} && cols <= lay.width && lay.red_ndim == 1 && {contiguous};",
+        "}",
+        *_stream(unit, structs, call_name),
+        *_flat(unit, structs, call_name),
+        f"// Item i of a narrow tile ({sym}_narrow): all cols results of one result row over the reduced rows",
+        "// [k0, k1), one contiguous run in every input, into the item's partials row (or, when the item is its",
+        "// results' only one, into the output). Rows the stream cannot read whole vectors of go one by one.",
+        f"GOMPUTE_ROWS void {sym}_narrow_item({', '.join(ins)}, {t}* partials, {o}* out, const {lay}& lay, int64_t i"
+        f"{params}) {{",
+        "  const int64_t cols = lay.kept_shape[lay.kept_ndim - 1];",
+        "  const int64_t kc = i % lay.chunks, m0 = i / lay.chunks * cols;",
+        "  const int64_t k0 = kc * lay.chunk, rows = k0 + lay.chunk < lay.red_count ? lay.chunk : lay.red_count - k0;",
+        f"  int64_t at[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
+        f"  gompute_unravel<{n + 1}>(lay.kept_shape, lay.kept, lay.kept_ndim, m0, at, idx);",
+        *(f"  const {storage_ctype(s)}* p{k} = in{k} + at[{k}] + k0 * cols;" for k, s in enumerate(unit.in_storage)),
+        f"  {t} w[{NARROW_COLUMNS + g}];",
+        f"  const int64_t e = (cols + {g - 1}) / {g};",
+        f"  for (int64_t l = 0; l < e * {g}; ++l) w[l] = ({t}){unit.identity};",
+        "  int64_t r = 0;",
+        "  switch (e) {",
+        *(f"    case {e // g}: r = {sym}_stream<{e}>({ps}, cols, rows, w{pass_params}); break;" for e in widths),
+        f"    default: r = {sym}_flat({ps}, cols, rows, w{pass_params});",
+        "  }",
+        "  for (; r < rows; ++r)",
+        f"    for (int64_t l = 0; l < cols; ++l) w[l] = {sym}_tcomb(w[l], ({t}){one});",
+        "  if (lay.chunks == 1) {",
+        f"    const int64_t step = lay.kept[{n}][lay.kept_ndim - 1];",
+        f"    for (int64_t l = 0; l < cols; ++l) {store_result(unit, f'out[at[{n}] + l * step]', 'w[l]')}",
+        "  } else {",
+        "    for (int64_t l = 0; l < cols; ++l) partials[kc * lay.kept_count + m0 + l] = w[l];",
+        "  }",
+        "}",
+    ]
+
+
+def _pairwise(sym: str, terms: list[str]) -> str:
+    while len(terms) > 1:
+        terms = [f"{sym}_comb({x}, {y})" for x, y in zip(terms[::2], terms[1::2])]
+    return terms[0]
+
+
+def _stream(unit, structs, call_name: str) -> list[str]:
+    sym, a, t, n, S = unit.name, value_ctype(unit.acc), tree_type(unit), len(unit.in_storage), NARROW_SETS
+    ptrs = ", ".join(f"const {storage_ctype(s)}* p{k}" for k, s in enumerate(unit.in_storage))
+    _, params, _ = declarations(unit, structs)
+    sets = _pairwise(sym, [f"s{j}[q]" for j in range(S)])
+    return [
+        f"// The first rows of the run, a multiple of {S}, whose E elements from the row's start lie in the run:",
+        f"// row r into set r % {S} of E accumulators (registers: E is small and fixed; the lanes past the row",
+        f"// read the rows after it and are dropped), {NARROW_FOLD} rows at a time, then the sets pairwise into w.",
+        "// Returns how many rows it took.",
+        "template <int E>",
+        f"GOMPUTE_FN int64_t {sym}_stream({ptrs}, int64_t cols, int64_t rows, {t}* w{params}) {{",
+        "  int64_t fit = rows * cols < E ? 0 : (rows * cols - E) / cols + 1;",
+        f"  fit -= fit % {S};",
+        "  for (int64_t r = 0; r < fit;) {",
+        f"    const int64_t end = fit - r < {NARROW_FOLD} ? fit : r + {NARROW_FOLD};",
+        f"    {a} {', '.join(f's{j}[E]' for j in range(S))};",
+        f"    for (int q = 0; q < E; ++q) {' '.join(f's{j}[q] =' for j in range(S))} ({a}){unit.identity};",
+        f"    for (; r < end; r += {S}) {{",
+        *(f"      const {storage_ctype(s)}* const row{k} = p{k} + r * cols;" for k, s in enumerate(unit.in_storage)),
+        "      for (int q = 0; q < E; ++q) {",
+        *(
+            f"        s{j}[q] = {sym}_comb(s{j}[q], {_val(unit, call_name, n, f'{j} * cols + q', 'row')});"
+            for j in range(S)
+        ),
+        "      }",
+        "    }",
+        f"    for (int q = 0; q < E; ++q) w[q] = {sym}_tcomb(w[q], ({t}){sets});",
+        "  }",
+        "  return fit;",
+        "}",
+    ]
+
+
+def _flat(unit, structs, call_name: str) -> list[str]:
+    sym, a, t, n, g = unit.name, value_ctype(unit.acc), tree_type(unit), len(unit.in_storage), COLUMN_GROUP
+    ptrs = ", ".join(f"const {storage_ctype(s)}* p{k}" for k, s in enumerate(unit.in_storage))
+    _, params, _ = declarations(unit, structs)
+    step, rows = _val(unit, call_name, n, "b * run + f"), _pairwise(sym, [f"acc[{r} * cols + l]" for r in range(g)])
+    return [
+        f"// The run's whole steps of {g} rows, {g} * cols elements: element f of a step into accumulator f (its own",
+        f"// row of the step and column), {NARROW_FOLD} rows at a time, then the accumulators' rows pairwise into w.",
+        f"GOMPUTE_FN int64_t {sym}_flat({ptrs}, int64_t cols, int64_t rows, {t}* w{params}) {{",
+        f"  const int64_t run = cols * {g}, steps = rows / {g};",
+        f"  {a} acc[{g * NARROW_COLUMNS}];",
+        "  for (int64_t b = 0; b < steps;) {",
+        f"    const int64_t end = steps - b < {NARROW_FOLD // g} ? steps : b + {NARROW_FOLD // g};",
+        f"    for (int64_t f = 0; f < run; ++f) acc[f] = ({a}){unit.identity};",
+        "    for (; b < end; ++b)",
+        f"      for (int64_t f = 0; f < run; ++f) acc[f] = {sym}_comb(acc[f], {step});",
+        f"    for (int64_t l = 0; l < cols; ++l) w[l] = {sym}_tcomb(w[l], ({t}){rows});",
+        "  }",
+        f"  return steps * {g};",
+        "}",
+    ]
+
+
+def _val(unit, call_name: str, n: int, at: str, base: str = "p") -> str:
+    return mapped(unit, call_name, [f"{base}{k}[{at}]" for k in range(n)])
