@@ -173,7 +173,9 @@ Cut host_cut(const ReduceRules& r, bool columns, int64_t cols, int64_t kept_coun
   Cut c{};
   if (columns) {
     c.width = r.column_width;
-    c.chunk = r.column_rows;
+    // A tile of few results takes whole runs of column_rows rows up to about a block's elements: its
+    // per-item work (and the partials the finish combines) would otherwise outweigh its reading.
+    c.chunk = r.column_rows * std::max<int64_t>(1, r.block_elements / (r.column_rows * std::min(cols, c.width)));
     c.chunks = ceil_div(red_count, c.chunk);
     c.items = kept_count / cols * ceil_div(cols, c.width) * c.chunks;
     c.per_block = std::max<int64_t>(1, r.block_elements / (std::min(c.width, cols) * std::min(c.chunk, red_count)));
