@@ -60,7 +60,7 @@ def _warm(r, dtype=np.float32):
         ((4, 5, 6), (0, 2), False, 1),
         ((4, 5, 6), (2, 0), True, 1),
         ((4, 5, 6), (), False, 1),
-        ((300, 7), 0, False, 2),  # columns over more reduced rows than an item takes
+        ((20000, 7), 0, False, 2),  # columns over more reduced rows than an item takes
         ((3, 200_000), None, False, 2),  # a launch long enough to release the GIL
     ],
 )
