@@ -7,9 +7,6 @@ and the same bits on any thread count."""
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,6 +15,7 @@ import gompute as g
 from gompute.lang.reduce_layout import COLUMN_GROUP, NARROW_COLUMNS, NARROW_STREAM
 
 from . import kernels as K
+from .threads import outputs_by_thread_count
 
 RNG = np.random.default_rng(3207)
 COLS = sorted({*range(1, 71), NARROW_STREAM + 1, NARROW_COLUMNS - 1, NARROW_COLUMNS, NARROW_COLUMNS + 1})
@@ -133,9 +131,5 @@ print(h.hexdigest())
 
 
 def test_narrow_columns_give_the_same_bits_on_any_thread_count():
-    outs = []
-    for threads in ("1", "2", "3"):
-        env = {**os.environ, "GOMPUTE_HOST_THREADS": threads}
-        done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, check=True)
-        outs.append(done.stdout)
+    outs = outputs_by_thread_count(_SCRIPT)
     assert outs[0] == outs[1] == outs[2] and len(outs[0]) > 60

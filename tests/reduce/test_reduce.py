@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import gompute as g
 
 from . import kernels as K
+from .threads import outputs_by_thread_count
 
 RNG = np.random.default_rng(7)
 AXES = [None, 0, 1, 2, -1, -3, (0, 2), (2, 0), (), (0, 1, 2), (-1, 1)]
@@ -254,9 +255,6 @@ def test_f32_sum_of_ten_million_values_is_as_accurate_as_numpys():
 
 def test_results_do_not_depend_on_the_thread_count(tmp_path):
     """Fixed-size items combined in a fixed order: one thread and two give the same bits."""
-    import subprocess
-    import sys
-
     script = (
         "import numpy as np, gompute as g\n"
         "from tests.reduce import kernels as K\n"
@@ -264,11 +262,7 @@ def test_results_do_not_depend_on_the_thread_count(tmp_path):
         "r = [g.reduce(K.total)(x), g.reduce(K.total)(x, axis=0), g.reduce(K.total)(x, axis=1)]\n"
         "print(b''.join(np.asarray(a).tobytes() for a in r).hex())\n"
     )
-    outs = []
-    for threads in ("1", "2", "3"):
-        env = {**__import__("os").environ, "GOMPUTE_HOST_THREADS": threads}
-        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
-        outs.append(done.stdout)
+    outs = outputs_by_thread_count(script)
     assert outs[0] == outs[1] == outs[2]
 
 

@@ -6,9 +6,6 @@ params, strided and transposed rows, keepdims and out=, and the same bits on any
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,6 +14,7 @@ import gompute as g
 from gompute.lang.reduce_layout import NARROW_LEAF_ROWS, lanes
 
 from . import kernels as K
+from .threads import outputs_by_thread_count
 
 RNG = np.random.default_rng(1032)
 # An f32 sum's leaf: rows of at most this many elements are reduced the same way wherever they lie.
@@ -121,9 +119,5 @@ print(h.hexdigest())
 
 
 def test_rows_give_the_same_bits_on_any_thread_count():
-    outs = []
-    for threads in ("1", "2", "3"):
-        env = {**os.environ, "GOMPUTE_HOST_THREADS": threads}
-        done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, check=True)
-        outs.append(done.stdout)
+    outs = outputs_by_thread_count(_SCRIPT)
     assert outs[0] == outs[1] == outs[2] and len(outs[0]) > 60
