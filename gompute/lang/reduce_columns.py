@@ -4,32 +4,45 @@ that calls them, and the wide tiles' items).
 A narrow tile is a whole row of at most NARROW_COLUMNS results whose reduced rows follow one
 another in every input: an item's rows [k0, k1) are then one run of (k1 - k0) * cols elements.
 The wide tiles' loop reads COLUMN_GROUP short runs a step and spends its time in the vector
-epilogue; these read the run whole. Rows of at most NARROW_STREAM elements stream into NARROW_SETS
-sets of accumulators held in registers, a row a set in turn, each row read as a whole number of
-vectors from its start (the lanes past the row read the next rows, inside the run, and are
-dropped); wider rows go in steps of COLUMN_GROUP rows, COLUMN_GROUP * cols elements, into
-accumulators laid out as those rows, so element f of a step meets the accumulator of its own
-column. Every NARROW_FOLD rows the accumulators are combined pairwise per column and added to the
-item's tree lanes: an element of a float sum passes through at most NARROW_FOLD / NARROW_SETS +
-log2(NARROW_SETS) roundings in its accumulator's type before the tree (NumPy's pairwise sum: 16 in
-its blocks of 128, then one a level). Which rows meet in an accumulator depends on the item's rows
-alone, so the results do not depend on the thread count.
+epilogue; these read the run whole, in one of three loops by width:
+- period (_periods): where a block of E elements, a multiple of both cols and a vector's elements,
+  fills NARROW_PERIOD vectors, the run is read as whole blocks into E accumulators held in
+  registers, each lane always the same column; every NARROW_BLOCKS blocks they go into lanes of
+  the item's tree, which are folded into their columns at the end.
+- stream: other rows of at most NARROW_STREAM elements, NARROW_STREAM_BYTES of accumulators, stream
+  into NARROW_SETS sets of accumulators in registers, a row a set in turn, each row read as a whole
+  number of vectors from its start (the lanes past the row read the next rows, inside the run, and
+  are dropped); every NARROW_FOLD rows the sets are combined pairwise into the item's tree.
+- flat: wider rows go in steps of COLUMN_GROUP rows, COLUMN_GROUP * cols elements, into
+  accumulators laid out as those rows, so element f of a step meets the accumulator of its own
+  column; every NARROW_FOLD rows the accumulators' rows are combined pairwise into the tree.
+An element of a float sum passes through at most NARROW_BLOCKS (period), NARROW_FOLD / NARROW_SETS
++ log2(NARROW_SETS) (stream) or NARROW_FOLD / COLUMN_GROUP + log2(COLUMN_GROUP) (flat) roundings
+in its accumulator's type before the tree (NumPy's pairwise sum: 16 in its blocks of 128, then one
+a level). Which rows meet in an accumulator depends on the item's rows alone, so the results do not
+depend on the thread count.
 """
 
 from __future__ import annotations
 
+import math
+
 from .codegen import storage_ctype, value_ctype
 from .reduce_layout import (
     COLUMN_GROUP,
+    NARROW_BLOCKS,
     NARROW_COLUMNS,
     NARROW_FOLD,
+    NARROW_PERIOD,
     NARROW_SETS,
     NARROW_STREAM,
+    NARROW_STREAM_BYTES,
     declarations,
     layout_type,
     mapped,
     store_result,
     tree_type,
+    value_bytes,
 )
 
 
@@ -40,13 +53,15 @@ def host_narrow_columns(unit, structs, call_name: str) -> list[str]:
     lay, o, g = layout_type(unit), storage_ctype(unit.out_storage), COLUMN_GROUP
     contiguous = " && ".join(f"lay.red[{k}][0] == cols" for k in range(n))
     ps = ", ".join(f"p{k}" for k in range(n))
-    widths = range(g, NARROW_STREAM + 1, g)
+    widths = range(g, min(NARROW_STREAM, NARROW_STREAM_BYTES // value_bytes(unit.acc)) + 1, g)
+    periods = _periods(unit)
     one = _val(unit, call_name, n, "r * cols + l")
     return [
         f"GOMPUTE_FN bool {sym}_narrow(const {lay}& lay) {{",
         "  const int64_t cols = lay.kept_shape[lay.kept_ndim - 1];",
         f"  return cols <= {NARROW_COLUMNS} && cols <= lay.width && lay.red_ndim == 1 && {contiguous};",
         "}",
+        *_period(unit, structs, call_name),
         *_stream(unit, structs, call_name),
         *_flat(unit, structs, call_name),
         f"// Item i of a narrow tile ({sym}_narrow): all cols results of one result row over the reduced rows",
@@ -60,13 +75,17 @@ def host_narrow_columns(unit, structs, call_name: str) -> list[str]:
         f"  int64_t at[{n + 1}], idx[GOMPUTE_MAX_NDIM];",
         f"  gompute_unravel<{n + 1}>(lay.kept_shape, lay.kept, lay.kept_ndim, m0, at, idx);",
         *(f"  const {storage_ctype(s)}* p{k} = in{k} + at[{k}] + k0 * cols;" for k, s in enumerate(unit.in_storage)),
-        f"  {t} w[{NARROW_COLUMNS + g}];",
+        f"  {t} w[{max(NARROW_COLUMNS + g, *periods.values())}];",
         f"  const int64_t e = (cols + {g - 1}) / {g};",
         f"  for (int64_t l = 0; l < e * {g}; ++l) w[l] = ({t}){unit.identity};",
         "  int64_t r = 0;",
-        "  switch (e) {",
-        *(f"    case {e // g}: r = {sym}_stream<{e}>({ps}, cols, rows, w{pass_params}); break;" for e in widths),
-        f"    default: r = {sym}_flat({ps}, cols, rows, w{pass_params});",
+        "  switch (cols) {",
+        *(f"    case {c}: r = {sym}_period<{e}>({ps}, cols, rows, w{pass_params}); break;" for c, e in periods.items()),
+        "    default:",
+        "      switch (e) {",
+        *(f"        case {e // g}: r = {sym}_stream<{e}>({ps}, cols, rows, w{pass_params}); break;" for e in widths),
+        f"        default: r = {sym}_flat({ps}, cols, rows, w{pass_params});",
+        "      }",
         "  }",
         "  for (; r < rows; ++r)",
         f"    for (int64_t l = 0; l < cols; ++l) w[l] = {sym}_tcomb(w[l], ({t}){one});",
@@ -76,6 +95,49 @@ def host_narrow_columns(unit, structs, call_name: str) -> list[str]:
         "  } else {",
         "    for (int64_t l = 0; l < cols; ++l) partials[kc * lay.kept_count + m0 + l] = w[l];",
         "  }",
+        "}",
+    ]
+
+
+def _periods(unit) -> dict[int, int]:
+    """{cols: E} for the widths the period loop takes: E, the smallest multiple of both cols and a vector's
+    elements that fills NARROW_PERIOD[0] vectors at least, where it fills NARROW_PERIOD[1] at most
+    (NARROW_PERIOD[2] for a combine of more than one instruction)."""
+    v = 64 // value_bytes(unit.acc)
+    most = NARROW_PERIOD[1] if unit.combine in ("+", "*", "&", "|", "^") else NARROW_PERIOD[2]
+    out = {}
+    for c in range(1, NARROW_COLUMNS + 1):
+        e = math.lcm(c, v)
+        e *= -(-NARROW_PERIOD[0] * v // e)
+        if e <= most * v:
+            out[c] = e
+    return out
+
+
+def _period(unit, structs, call_name: str) -> list[str]:
+    sym, a, t, n = unit.name, value_ctype(unit.acc), tree_type(unit), len(unit.in_storage)
+    ptrs = ", ".join(f"const {storage_ctype(s)}* p{k}" for k, s in enumerate(unit.in_storage))
+    _, params, _ = declarations(unit, structs)
+    return [
+        "// The run's whole blocks of E elements, E a multiple of cols and of a vector's elements (_periods):",
+        "// element q of each block into accumulator q (registers: each vector's lanes hold the same columns in",
+        f"// every block, and the run is read in order), {NARROW_BLOCKS} blocks at a time, then accumulator q into",
+        "// lane q of w (w[0, cols) set by the caller); at the end the lanes past cols into their columns, in",
+        "// order. Returns how many rows it took.",
+        "template <int E>",
+        f"GOMPUTE_FN int64_t {sym}_period({ptrs}, int64_t cols, int64_t rows, {t}* w{params}) {{",
+        "  const int64_t blocks = rows * cols / E;",
+        f"  for (int64_t q = cols; q < E; ++q) w[q] = ({t}){unit.identity};",
+        "  for (int64_t b = 0; b < blocks;) {",
+        f"    const int64_t end = blocks - b < {NARROW_BLOCKS} ? blocks : b + {NARROW_BLOCKS};",
+        f"    {a} s[E];",
+        f"    for (int q = 0; q < E; ++q) s[q] = ({a}){unit.identity};",
+        "    for (; b < end; ++b)",
+        f"      for (int q = 0; q < E; ++q) s[q] = {sym}_comb(s[q], {_val(unit, call_name, n, 'b * E + q')});",
+        f"    for (int q = 0; q < E; ++q) w[q] = {sym}_tcomb(w[q], ({t})s[q]);",
+        "  }",
+        f"  for (int64_t q = cols; q < E; ++q) w[q % cols] = {sym}_tcomb(w[q % cols], w[q]);",
+        "  return blocks * E / cols;",
         "}",
     ]
 

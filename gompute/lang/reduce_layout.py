@@ -26,9 +26,14 @@ SHORT_ROWS = 16  # rows of up to this many elements, one kept dimension: reduce_
 COLUMN_ROWS = 128  # reduced rows in a columns item
 COLUMN_GROUP = 16  # input rows a columns item reads at once
 NARROW_COLUMNS = 256  # a columns tile of at most this many results, a whole row: reduce_columns.py's items
-NARROW_STREAM = 64  # narrow rows of at most this many elements stream into accumulators in registers
+NARROW_STREAM = 64  # narrow rows of at most this many elements stream into accumulators in registers,
+NARROW_STREAM_BYTES = 256  # of at most this many bytes a set
 NARROW_SETS = 4  # the streamed rows' sets of accumulators, a row a set in turn
 NARROW_FOLD = 64  # rows a narrow columns item takes into its accumulators before they join its tree
+# Vectors of a period block (reduce_columns._period): at least, at most, at most for a combine of more
+# than one instruction (a select holds a temporary and a mask an accumulator: half the 32 registers).
+NARROW_PERIOD = (4, 16, 7)
+NARROW_BLOCKS = 16  # period blocks a narrow columns item takes into its accumulators before they join its tree
 GPU_ITEMS = 8  # a GPU rows item: elements per thread (grid-stride steps)
 GPU_FINISH_RUN = 64  # partials the GPU finish pass combines in a row before combining the rows
 # A columns launch's items: per result row (all kept dimensions but the last), its tiles of

@@ -1,8 +1,8 @@
 """g.reduce over the rows of a narrow C-contiguous array (axis=0 of (n, C), C up to NARROW_COLUMNS:
-lang/reduce_columns.py's items, rows streamed in registers up to NARROW_STREAM columns, in steps of
-COLUMN_GROUP rows past it), against NumPy: float sums within a pairwise sum's error of the exact
-sums, integer sums exact, max with NaNs anywhere, several inputs, params, sliced and 3-D inputs,
-and the same bits on any thread count."""
+lang/reduce_columns.py's items, in blocks of a period of columns and vectors, rows streamed in
+registers, or steps of COLUMN_GROUP rows, by width), against NumPy: float sums within a pairwise
+sum's error of the exact sums, integer sums exact, max with NaNs anywhere, several inputs, params,
+sliced and 3-D inputs, and the same bits on any thread count."""
 
 from __future__ import annotations
 
@@ -18,7 +18,13 @@ from . import kernels as K
 from .threads import outputs_by_thread_count
 
 RNG = np.random.default_rng(3207)
-COLS = sorted({*range(1, 71), NARROW_STREAM + 1, NARROW_COLUMNS - 1, NARROW_COLUMNS, NARROW_COLUMNS + 1})
+# Every width to 70 (each loop's narrowest, the streams' bounds of 16, 32 and 64 columns), and the widest
+# the period loop takes and the next: 7 vectors (112 f32, 56 f64: min and max), 15 and 16 (f32 240 and
+# 256, f64 120 and 128).
+PERIOD_BOUNDS = {111, 112, 113, 119, 120, 121, 127, 128, 129, 239, 240, 241}
+COLS = sorted(
+    {*range(1, 71), *PERIOD_BOUNDS, NARROW_STREAM + 1, NARROW_COLUMNS - 1, NARROW_COLUMNS, NARROW_COLUMNS + 1}
+)
 # Fewer rows than a step, a few steps and a remainder, and enough elements for several items a result.
 ROWS = [1, COLUMN_GROUP - 1, 4 * COLUMN_GROUP + 3, 1001]
 MANY = 150_001  # elements: items of a narrow tile read about 65536, so a result takes several
@@ -70,7 +76,7 @@ def test_max_with_a_nan_anywhere(cols):
             np.testing.assert_array_equal(g.reduce(K.largest)(x, axis=0), np.max(x, axis=0))
 
 
-@pytest.mark.parametrize("cols", [1, 3, 10, 16, 17, 33, 64, 65, 100, NARROW_COLUMNS])
+@pytest.mark.parametrize("cols", [1, 3, 10, 16, 17, 33, 48, 64, 65, 100, 128, NARROW_COLUMNS])
 def test_two_inputs_and_params(cols):
     for n in _row_counts(cols):
         x, y = RNG.standard_normal((2, n, cols)).astype(np.float32)
@@ -120,7 +126,7 @@ import hashlib, numpy as np, gompute as g
 from tests.reduce import kernels as K
 rng = np.random.default_rng(9)
 h = hashlib.sha256()
-for cols in (1, 3, 10, 16, 17, 33, 64, 65, 100, 256):
+for cols in (1, 3, 10, 16, 17, 33, 48, 64, 65, 100, 128, 256):
     x = rng.standard_normal((400_000 // cols + 7, cols)).astype(np.float32)
     y = rng.standard_normal(x.shape).astype(np.float32)
     for r in (g.reduce(K.total)(x, axis=0), g.reduce(K.total)(x.astype(np.float64), axis=0),
