@@ -13,14 +13,14 @@ epilogue; these read the run whole, in one of three loops by width:
   into NARROW_SETS sets of accumulators in registers, a row a set in turn, each row read as a whole
   number of vectors from its start (the lanes past the row read the next rows, inside the run, and
   are dropped); every NARROW_FOLD rows the sets are combined pairwise into the item's tree.
-- flat: wider rows go in steps of COLUMN_GROUP rows, COLUMN_GROUP * cols elements, into
-  accumulators laid out as those rows, so element f of a step meets the accumulator of its own
-  column; every NARROW_FOLD rows the accumulators' rows are combined pairwise into the tree.
+- flat: wider rows go in groups of NARROW_FOLD rows, steps of COLUMN_GROUP rows (COLUMN_GROUP * cols
+  elements) combined (pairwise where the combine is one instruction) into accumulators laid out as a
+  step, so element f of a step meets the accumulator of its own column; then the accumulators' rows
+  are combined pairwise into the tree.
 An element of a float sum passes through at most NARROW_BLOCKS (period), NARROW_FOLD / NARROW_SETS
-+ log2(NARROW_SETS) (stream) or NARROW_FOLD / COLUMN_GROUP + log2(COLUMN_GROUP) (flat) roundings
-in its accumulator's type before the tree (NumPy's pairwise sum: 16 in its blocks of 128, then one
-a level). Which rows meet in an accumulator depends on the item's rows alone, so the results do not
-depend on the thread count.
++ log2(NARROW_SETS) (stream) or log2(NARROW_FOLD) (flat) roundings in its accumulator's type before
+the tree (NumPy's pairwise sum: 16 in its blocks of 128, then one a level). Which rows meet in an
+accumulator depends on the item's rows alone, so the results do not depend on the thread count.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def _periods(unit) -> dict[int, int]:
     elements that fills NARROW_PERIOD[0] vectors at least, where it fills NARROW_PERIOD[1] at most
     (NARROW_PERIOD[2] for a combine of more than one instruction)."""
     v = 64 // value_bytes(unit.acc)
-    most = NARROW_PERIOD[1] if unit.combine in ("+", "*", "&", "|", "^") else NARROW_PERIOD[2]
+    most = NARROW_PERIOD[1] if _one_instruction(unit) else NARROW_PERIOD[2]
     out = {}
     for c in range(1, NARROW_COLUMNS + 1):
         e = math.lcm(c, v)
@@ -186,23 +186,35 @@ def _flat(unit, structs, call_name: str) -> list[str]:
     sym, a, t, n, g = unit.name, value_ctype(unit.acc), tree_type(unit), len(unit.in_storage), COLUMN_GROUP
     ptrs = ", ".join(f"const {storage_ctype(s)}* p{k}" for k, s in enumerate(unit.in_storage))
     _, params, _ = declarations(unit, structs)
-    step, rows = _val(unit, call_name, n, "b * run + f"), _pairwise(sym, [f"acc[{r} * cols + l]" for r in range(g)])
+    k = NARROW_FOLD // g
+    steps = [_val(unit, call_name, n, f"(b + {j}) * run + f") for j in range(k)]
+    if _one_instruction(unit):  # the group's steps pairwise: no accumulator is loaded and stored a step
+        body = [f"    for (int64_t f = 0; f < run; ++f) acc[f] = {_pairwise(sym, steps)};"]
+    else:  # a select's steps in turn: a pairwise tree of them keeps more values live than the registers hold
+        body = [
+            f"    for (int64_t f = 0; f < run; ++f) acc[f] = {steps[0]};",
+            *(f"    for (int64_t f = 0; f < run; ++f) acc[f] = {sym}_comb(acc[f], {x});" for x in steps[1:]),
+        ]
+    rows = _pairwise(sym, [f"acc[{r} * cols + l]" for r in range(g)])
     return [
-        f"// The run's whole steps of {g} rows, {g} * cols elements: element f of a step into accumulator f (its own",
-        f"// row of the step and column), {NARROW_FOLD} rows at a time, then the accumulators' rows pairwise into w.",
+        f"// The run's whole groups of {NARROW_FOLD} rows, {k} steps of {g} rows ({g} * cols elements): element f of",
+        "// the group's steps into accumulator f (its own row of the step and column), then the accumulators'",
+        "// rows pairwise into w. Returns how many rows it took.",
         f"GOMPUTE_FN int64_t {sym}_flat({ptrs}, int64_t cols, int64_t rows, {t}* w{params}) {{",
-        f"  const int64_t run = cols * {g}, steps = rows / {g};",
+        f"  const int64_t run = cols * {g}, groups = rows / {NARROW_FOLD};",
         f"  {a} acc[{g * NARROW_COLUMNS}];",
-        "  for (int64_t b = 0; b < steps;) {",
-        f"    const int64_t end = steps - b < {NARROW_FOLD // g} ? steps : b + {NARROW_FOLD // g};",
-        f"    for (int64_t f = 0; f < run; ++f) acc[f] = ({a}){unit.identity};",
-        "    for (; b < end; ++b)",
-        f"      for (int64_t f = 0; f < run; ++f) acc[f] = {sym}_comb(acc[f], {step});",
+        f"  for (int64_t b = 0; b < groups * {k}; b += {k}) {{",
+        *body,
         f"    for (int64_t l = 0; l < cols; ++l) w[l] = {sym}_tcomb(w[l], ({t}){rows});",
         "  }",
-        f"  return steps * {g};",
+        f"  return groups * {NARROW_FOLD};",
         "}",
     ]
+
+
+def _one_instruction(unit) -> bool:
+    """Whether `unit`'s combine is one vector instruction (min, max and functions are selects or calls)."""
+    return unit.combine in ("+", "*", "&", "|", "^")
 
 
 def _val(unit, call_name: str, n: int, at: str, base: str = "p") -> str:
