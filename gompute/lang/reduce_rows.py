@@ -24,6 +24,7 @@ from .reduce_layout import (
     store_result,
     tree_type,
 )
+from .reduce_short import TILE_FIRST, host_tiles, tile_last, tiles
 
 
 def host_cascade(unit) -> list[str]:
@@ -331,6 +332,7 @@ def host_lane_rows(unit, structs, call_name: str) -> list[str]:
         "}",
         f"GOMPUTE_ROWS void {sym}_lane_rows_of({', '.join(ins)}, {o}* out, const {lay}& lay, int64_t first,",
         f"                                     int64_t last{params}) {{",
+        *_to_tiles(unit, pass_params),
         "  int w = 1;",
         "  while (2 * w <= lay.red_count && w < 8) w *= 2;",
         f"  while (w < {L} && lay.red_count > {ROW_STEPS} * w) w *= 2;",
@@ -338,6 +340,17 @@ def host_lane_rows(unit, structs, call_name: str) -> list[str]:
         *cases,
         "  }",
         "}",
+    ]
+
+
+def _to_tiles(unit, pass_params: str) -> list[str]:
+    """The C++ that hands rows of TILE_FIRST to tile_last elements to reduce_short's tiles, where `unit` has them."""
+    if not tiles(unit):
+        return []
+    inputs = ", ".join(f"in{k}" for k in range(len(unit.in_storage)))
+    return [
+        f"  if (lay.red_count >= {TILE_FIRST} && lay.red_count <= {tile_last(unit)})",
+        f"    return {unit.name}_tile_rows({inputs}, out, lay, first, last{pass_params});",
     ]
 
 
@@ -366,6 +379,7 @@ def host_short_rows(unit, structs, call_name: str) -> list[str]:
         for c in range(1, _short_fixed(unit) + 1)
     ]
     return [
+        *(host_tiles(unit, structs, call_name) if tiles(unit) else []),
         "template <int C>",
         f"GOMPUTE_FN void {sym}_short_fixed({', '.join(ins)}, {o}* out, const {lay}& lay, int64_t first,",
         f"                                  int64_t last{params}) {{",
@@ -386,6 +400,7 @@ def host_short_rows(unit, structs, call_name: str) -> list[str]:
         "}",
         f"GOMPUTE_ROWS void {sym}_short_rows({', '.join(ins)}, {o}* out, const {lay}& lay, int64_t first,",
         f"                                   int64_t last{params}) {{",
+        *_to_tiles(unit, pass_params),
         "  switch (lay.red_count) {",
         *cases,
         f"    default: return {sym}_short_fixed<0>({inputs}, out, lay, first, last{pass_params});",

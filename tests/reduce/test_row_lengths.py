@@ -1,7 +1,8 @@
-"""g.reduce along rows of every length a host row path handles (fixed widths across rows, lanes
-along a row of at most a leaf, leaves past that), against NumPy: float sums within a pairwise sum's
-error of the exact sum, integer sums exact, min and max with NaNs anywhere, several inputs,
-params, strided and transposed rows, keepdims and out=, and the same bits on any thread count."""
+"""g.reduce along rows of every length a host row path handles (fixed widths across rows, tiles of
+rows reduced at once, lanes along a row of at most a leaf, leaves past that), against NumPy: float
+sums within a pairwise sum's error of the exact sum, integer sums exact, min and max with NaNs
+anywhere, several inputs, params, strided and transposed rows, keepdims and out=, and the same bits
+on any thread count."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 import gompute as g
 from gompute.lang.reduce_layout import NARROW_LEAF_ROWS, lanes
+from gompute.lang.reduce_short import FIXED_STEPS, TILE, TILE_FIRST, TILE_LAST, TILE_SUM_LAST
 
 from . import kernels as K
 from .threads import outputs_by_thread_count
@@ -20,6 +22,19 @@ RNG = np.random.default_rng(1032)
 # An f32 sum's leaf: rows of at most this many elements are reduced the same way wherever they lie.
 F32_LEAF = NARROW_LEAF_ROWS * lanes(g.f32)
 LENGTHS = [*range(1, 71), 100, 127, 128, 129, 255, 256, 257, 1000, 1023, 1024, 1025, 4096]
+# Tiles' row lengths: every one with a loop of its own, and the edges of a step of the longer ones'.
+TILED = [*range(TILE_FIRST, (FIXED_STEPS + 2) * TILE + 2), 47, 48, 49, TILE_LAST - 1, TILE_LAST]
+SUM_TILED = range(TILE_FIRST, TILE_SUM_LAST + 1)
+TILE_ROWS = 3 * TILE + 3  # whole tiles and a short one
+
+
+class Scale(g.Params):
+    by: g.f32
+
+
+@g.reduce_kernel(identity=0)
+def scaled_sum(x: g.f32, p: Scale) -> g.f32:
+    return x * p.by
 
 
 def _rows(n: int, dtype, rows: int = 13) -> np.ndarray:
@@ -121,3 +136,53 @@ print(h.hexdigest())
 def test_rows_give_the_same_bits_on_any_thread_count():
     outs = outputs_by_thread_count(_SCRIPT)
     assert outs[0] == outs[1] == outs[2] and len(outs[0]) > 60
+
+
+def _placements(x: np.ndarray) -> list[np.ndarray]:
+    """x's rows where they lie in other layouts: at a stride (gathered), under two kept dimensions that do
+    not merge, and in Fortran order (a columns reduction: not a tile, only the values compare)."""
+    wide = np.zeros((x.shape[0], 2 * x.shape[1]), x.dtype)
+    wide[:, ::2] = x
+    deep = np.zeros((3, 2 * x.shape[0] // 3, x.shape[1]), x.dtype)
+    deep[:, ::2] = x.reshape(3, -1, x.shape[1])
+    return [wide[:, ::2], deep[:, ::2]]
+
+
+@pytest.mark.parametrize("n", TILED)
+@pytest.mark.parametrize("kernel, reference", [(K.largest, np.max), (K.smallest, np.min)])
+def test_tiles_of_min_and_max_with_one_nan_or_both_infinities(n, kernel, reference):
+    """A NaN in one row of a tile, +inf and -inf in two rows of another (their sum a NaN too): the tile is
+    reduced again with NaN-propagating combines, and every row's result is its own."""
+    x = _rows(n, np.float32, rows=TILE_ROWS)
+    x[TILE + 3, n // 2] = np.nan
+    x[1, 0], x[2, n - 1] = np.inf, -np.inf
+    x[-1, n - 1] = np.nan  # in the short tile
+    want = reference(x, axis=1)
+    got = g.reduce(kernel)(x, axis=1)
+    np.testing.assert_array_equal(got, want)
+    for placed in _placements(x):
+        np.testing.assert_array_equal(g.reduce(kernel)(placed, axis=-1).reshape(-1), want)
+
+
+@pytest.mark.parametrize("n", SUM_TILED)
+def test_tile_sums_give_the_same_bits_wherever_rows_lie(n):
+    x = _rows(n, np.float32, rows=TILE_ROWS)
+    got = g.reduce(K.total)(x, axis=1)
+    _near_exact(got, x, 2.0**-24)
+    for placed in _placements(x):
+        assert np.array_equal(g.reduce(K.total)(placed, axis=-1).reshape(-1), got)
+    o = np.zeros(2 * TILE_ROWS, np.float32)[::2]  # the results at a stride
+    g.reduce(K.total)(x, axis=1, out=o)
+    assert np.array_equal(o, got)
+
+
+@pytest.mark.parametrize("n", TILED)
+def test_tiles_of_halves_params_and_maps(n):
+    x = _rows(n, np.float32, rows=TILE_ROWS)
+    h = x.astype(np.float16)
+    got = g.reduce(K.total)(h, axis=1)  # f16 values summed in f32, rounded to f16 once
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, g.reduce(K.total)(h.astype(np.float32), axis=1).astype(np.float16))
+    _near_exact(g.reduce(scaled_sum)(x, axis=1, by=0.5), x.astype(np.float64) * 0.5, 2.0**-24)
+    np.testing.assert_array_equal(g.reduce(K.absmax)(x, axis=1), np.max(np.abs(x), axis=1))
+    _near_exact(g.reduce(K.sumsq)(x, axis=1), x.astype(np.float64) ** 2, 2.0**-24)
