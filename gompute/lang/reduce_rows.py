@@ -2,8 +2,9 @@
 call them): a row's elements combined in lanes over leaves, leaves merged pairwise in a binary
 counter (`host_cascade`), or added in order to f64 lanes for an f32 sum (`_sink`); rows of up to a
 leaf in lanes of their own width (`host_lane_rows`); short rows in a loop of their own
-(`host_short_rows`). reduce_entries.py's docstring says how the work is cut and why results are
-the same for any thread count.
+(`host_short_rows`), or for an f32 sum, min or max in tiles of several rows (reduce_short.py).
+reduce_entries.py's docstring says how the work is cut and why results are the same for any
+thread count.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from .reduce_layout import (
     LEAF_ROWS,
     ROW_LEAVES,
     ROW_STEPS,
-    SHORT_ROWS,
     declarations,
     group_leaves,
     lanes,
@@ -354,19 +354,19 @@ def _to_tiles(unit, pass_params: str) -> list[str]:
     ]
 
 
-def _short_fixed(unit) -> int:
-    """Short rows of up to this many elements get a loop of their own width: all of them for an f32
-    sum, whose in-order f64 additions vectorize across rows; eight for other combines, which gain
-    less or lose past that."""
-    return SHORT_ROWS if narrow_sum(unit) else 8
+# Short rows of up to this many elements get a loop of their own width, vectorized across rows:
+# longer ones of an f32 sum, min or max are tiles (reduce_short.py), and other combines gain less
+# or lose past eight.
+SHORT_FIXED = 8
 
 
 def host_short_rows(unit, structs, call_name: str) -> list[str]:
     """Rows of at most SHORT_ROWS elements along one reduced dimension, one item each, one kept
     dimension: results [first, last) of a block, each reduced in order in the partial's type and
-    stored in the output. Widths up to `_short_fixed` are compile-time constants, so the loop over
-    results vectorizes; where every input's rows are packed and the output is contiguous, at constant
-    strides too. Wider ones are a chain of combines a row, the rows' chains running at once."""
+    stored in the output, or handed to the tiles. Widths up to SHORT_FIXED are compile-time
+    constants, so the loop over results vectorizes; where every input's rows are packed and the
+    output is contiguous, at constant strides too. Wider ones are a chain of combines a row, the
+    rows' chains running at once."""
     sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
     ins, params, pass_params = declarations(unit, structs)
     lay, o = layout_type(unit), storage_ctype(unit.out_storage)
@@ -376,7 +376,7 @@ def host_short_rows(unit, structs, call_name: str) -> list[str]:
     inputs = ", ".join(f"in{k}" for k in range(n))
     cases = [
         f"    case {c}: return {sym}_short_fixed<{c}>({inputs}, out, lay, first, last{pass_params});"
-        for c in range(1, _short_fixed(unit) + 1)
+        for c in range(1, SHORT_FIXED + 1)
     ]
     return [
         *(host_tiles(unit, structs, call_name) if tiles(unit) else []),

@@ -139,13 +139,16 @@ def test_rows_give_the_same_bits_on_any_thread_count():
 
 
 def _placements(x: np.ndarray) -> list[np.ndarray]:
-    """x's rows where they lie in other layouts: at a stride (gathered), under two kept dimensions that do
-    not merge, and in Fortran order (a columns reduction: not a tile, only the values compare)."""
+    """x's rows where they lie in other layouts, each giving x's results in order: in place at a longer
+    pitch, in place in reverse order, at a stride (gathered), and under two kept dimensions that do not
+    merge (gathered)."""
     wide = np.zeros((x.shape[0], 2 * x.shape[1]), x.dtype)
-    wide[:, ::2] = x
+    wide[:, : x.shape[1]] = x
+    spread = np.zeros((x.shape[0], 2 * x.shape[1]), x.dtype)
+    spread[:, ::2] = x
     deep = np.zeros((3, 2 * x.shape[0] // 3, x.shape[1]), x.dtype)
     deep[:, ::2] = x.reshape(3, -1, x.shape[1])
-    return [wide[:, ::2], deep[:, ::2]]
+    return [wide[:, : x.shape[1]], np.ascontiguousarray(x[::-1])[::-1], spread[:, ::2], deep[:, ::2]]
 
 
 @pytest.mark.parametrize("n", TILED)
