@@ -16,11 +16,10 @@ a tile of their own and go through the same function: a row's bits do not depend
 from __future__ import annotations
 
 from .codegen import storage_ctype, value_ctype
-from .reduce_layout import declarations, mapped, narrow_sum, store_result
+from .reduce_layout import declarations, lanes, leaf_rows, mapped, narrow_sum, store_result
 
 TILE = 8  # rows a tile reduces at once, and lanes of each row
 TILE_FIRST = TILE + 1  # rows of at least this many elements: the last step overlaps an earlier one
-TILE_LAST = 64  # rows of a min or max of at most this many elements
 TILE_SUM_LAST = 33  # a sum's: an element passes through at most 7 f32 roundings
 # Rows of up to TILE * (FIXED_STEPS + 2) elements have a loop of their own for their count of whole
 # steps between the first TILE elements and the last, unrolled; longer ones share one (K = -1).
@@ -34,7 +33,9 @@ def tiles(unit) -> bool:
 
 
 def tile_last(unit) -> int:
-    return TILE_SUM_LAST if unit.combine == "+" else TILE_LAST
+    """A sum's rows of up to TILE_SUM_LAST elements are tiles; a min's or max's every row of up to a leaf
+    (all that would be lanes of their own, reduce_rows.host_lane_rows)."""
+    return TILE_SUM_LAST if unit.combine == "+" else leaf_rows(unit) * lanes(unit.acc)
 
 
 def _combine(unit, a: str, b: str) -> str:
