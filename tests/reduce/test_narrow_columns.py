@@ -6,8 +6,6 @@ sliced and 3-D inputs, and the same bits on any thread count."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
@@ -15,6 +13,7 @@ import gompute as g
 from gompute.lang.reduce_layout import COLUMN_GROUP, NARROW_COLUMNS, NARROW_STREAM
 
 from . import kernels as K
+from .accuracy import assert_near_exact
 from .threads import outputs_by_thread_count
 
 RNG = np.random.default_rng(3207)
@@ -30,18 +29,13 @@ ROWS = [1, COLUMN_GROUP - 1, 4 * COLUMN_GROUP + 3, 1001]
 MANY = 150_001  # elements: items of a narrow tile read about 65536, so a result takes several
 
 
+def _columns_near_exact(got, terms: np.ndarray, eps: float):
+    """got holds the column sums of `terms` (a 2-D array), each within the float sums' bound."""
+    assert_near_exact(got, terms, eps, axis=0)
+
+
 def _row_counts(cols: int) -> list[int]:
     return [*ROWS, MANY // cols + 7]
-
-
-def _near_exact(got, terms: np.ndarray, eps: float):
-    """got within a few roundings of the exact column sums of `terms`, scaled by each column's sum of
-    magnitudes: NumPy's pairwise sum's bound."""
-    cols = terms.astype(np.float64).T
-    exact = np.array([math.fsum(c) for c in cols])
-    scale = np.abs(cols).sum(axis=1)
-    err = np.abs(np.asarray(got, np.float64) - exact)
-    assert np.all(err <= 8 * eps * scale + 1e-300), (err / np.maximum(scale, 1e-300)).max()
 
 
 @pytest.mark.parametrize("cols", COLS)
@@ -51,7 +45,7 @@ def test_float_sums_of_every_width(cols):
             x = RNG.standard_normal((n, cols)).astype(dtype)
             got = g.reduce(K.total)(x, axis=0)
             assert got.dtype == dtype and got.shape == (cols,)
-            _near_exact(got, x, eps)
+            _columns_near_exact(got, x, eps)
             assert np.array_equal(g.reduce(K.total)(x, axis=0, keepdims=True), got[None])
 
 
@@ -80,11 +74,11 @@ def test_max_with_a_nan_anywhere(cols):
 def test_two_inputs_and_params(cols):
     for n in _row_counts(cols):
         x, y = RNG.standard_normal((2, n, cols)).astype(np.float32)
-        _near_exact(g.reduce(K.dot)(x, y, axis=0), x.astype(np.float64) * y, 2.0**-24)
+        _columns_near_exact(g.reduce(K.dot)(x, y, axis=0), x.astype(np.float64) * y, 2.0**-24)
         row = y[:1]  # one row for all: broadcast along the reduced rows
-        _near_exact(g.reduce(K.dot)(x, row, axis=0), x.astype(np.float64) * row, 2.0**-24)
+        _columns_near_exact(g.reduce(K.dot)(x, row, axis=0), x.astype(np.float64) * row, 2.0**-24)
         z = RNG.standard_normal((n, cols))
-        _near_exact(g.reduce(K.shifted_sum)(z, axis=0, by=0.5), z + 0.5, 2.0**-53)
+        _columns_near_exact(g.reduce(K.shifted_sum)(z, axis=0, by=0.5), z + 0.5, 2.0**-53)
         np.testing.assert_array_equal(g.reduce(K.product)(np.sign(z), axis=0), np.prod(np.sign(z), axis=0))
         bits = RNG.integers(0, 2**62, (n, cols), dtype=np.int64)
         np.testing.assert_array_equal(g.reduce(K.parity)(bits, axis=0), np.bitwise_xor.reduce(bits, axis=0))
@@ -101,17 +95,17 @@ def test_sliced_and_3d_inputs(cols):
     n = MANY // cols + 5
     base = RNG.standard_normal((n + 40, cols)).astype(np.float32)
     rows = base[17 : 17 + n]  # a slice of whole rows: still one run
-    _near_exact(g.reduce(K.total)(rows, axis=0), rows, 2.0**-24)
+    _columns_near_exact(g.reduce(K.total)(rows, axis=0), rows, 2.0**-24)
     every_other = base[::2]  # rows two apart: the wide tiles' loop
-    _near_exact(g.reduce(K.total)(every_other, axis=0), every_other, 2.0**-24)
+    _columns_near_exact(g.reduce(K.total)(every_other, axis=0), every_other, 2.0**-24)
     part = base[:, : max(1, cols // 2)]  # rows of part of each row
-    _near_exact(g.reduce(K.total)(part, axis=0), part, 2.0**-24)
+    _columns_near_exact(g.reduce(K.total)(part, axis=0), part, 2.0**-24)
     # (a, n, C) over axis 1: a result row per a, each its own run; over axis 0: a * C results a row.
     cube = RNG.standard_normal((3, n // 3, cols)).astype(np.float32)
     got = g.reduce(K.total)(cube, axis=1)
     for a in range(3):
-        _near_exact(got[a], cube[a], 2.0**-24)
-    _near_exact(
+        _columns_near_exact(got[a], cube[a], 2.0**-24)
+    _columns_near_exact(
         g.reduce(K.total)(cube.transpose(1, 0, 2), axis=0).reshape(-1),
         cube.transpose(1, 0, 2).reshape(n // 3, -1),
         2.0**-24,

@@ -6,8 +6,6 @@ on any thread count."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
@@ -16,6 +14,7 @@ from gompute.lang.reduce_layout import LEAF_ROWS, NARROW_LEAF_ROWS, lanes
 from gompute.lang.reduce_short import FIXED_STEPS, TILE, TILE_FIRST, TILE_SUM_LAST
 
 from . import kernels as K
+from .accuracy import assert_near_exact
 from .threads import outputs_by_thread_count
 
 RNG = np.random.default_rng(1032)
@@ -42,22 +41,13 @@ def _rows(n: int, dtype, rows: int = 13) -> np.ndarray:
     return RNG.standard_normal((rows, n)).astype(dtype)
 
 
-def _near_exact(got, terms: np.ndarray, eps: float):
-    """got within a few roundings of the exact row sums of `terms` (in f64, or exact for f64 terms
-    through math.fsum), scaled by each row's sum of magnitudes: NumPy's pairwise sum's bound."""
-    exact = np.array([math.fsum(r) for r in terms.astype(np.float64)])
-    scale = np.abs(terms.astype(np.float64)).sum(axis=1)
-    err = np.abs(np.asarray(got, np.float64) - exact)
-    assert np.all(err <= 8 * eps * scale + 1e-300), (err / np.maximum(scale, 1e-300)).max()
-
-
 @pytest.mark.parametrize("n", LENGTHS)
 def test_float_sums_of_every_row_length(n):
     for dtype, eps in ((np.float32, 2.0**-24), (np.float64, 2.0**-53)):
         x = _rows(n, dtype)
         got = g.reduce(K.total)(x, axis=1)
         assert got.dtype == dtype
-        _near_exact(got, x, eps)
+        assert_near_exact(got, x, eps)
         assert np.array_equal(g.reduce(K.total)(x, axis=-1, keepdims=True), got[:, None])
 
 
@@ -82,13 +72,13 @@ def test_min_and_max_with_a_nan_anywhere(n, kernel, reference):
 @pytest.mark.parametrize("n", LENGTHS)
 def test_two_inputs_and_params(n):
     x, y = _rows(n, np.float32), _rows(n, np.float32)
-    _near_exact(g.reduce(K.dot)(x, y, axis=1), x.astype(np.float64) * y, 2.0**-24)
+    assert_near_exact(g.reduce(K.dot)(x, y, axis=1), x.astype(np.float64) * y, 2.0**-24)
     # y broadcast along each row (one value a row) and along the rows (one row for all).
     col, row = y[:, :1], y[:1, :]
-    _near_exact(g.reduce(K.dot)(x, col, axis=1), x.astype(np.float64) * col, 2.0**-24)
-    _near_exact(g.reduce(K.dot)(x, row, axis=1), x.astype(np.float64) * row, 2.0**-24)
+    assert_near_exact(g.reduce(K.dot)(x, col, axis=1), x.astype(np.float64) * col, 2.0**-24)
+    assert_near_exact(g.reduce(K.dot)(x, row, axis=1), x.astype(np.float64) * row, 2.0**-24)
     z = _rows(n, np.float64)
-    _near_exact(g.reduce(K.shifted_sum)(z, axis=1, by=0.5), z + 0.5, 2.0**-53)
+    assert_near_exact(g.reduce(K.shifted_sum)(z, axis=1, by=0.5), z + 0.5, 2.0**-53)
 
 
 @pytest.mark.parametrize("n", LENGTHS)
@@ -98,12 +88,12 @@ def test_strided_and_transposed_rows(n):
     transposed = np.ascontiguousarray(every_other.T).T  # rows at element stride 9
     packed = np.ascontiguousarray(every_other)
     want = g.reduce(K.total)(packed, axis=1)
-    _near_exact(want, packed, 2.0**-24)
+    assert_near_exact(want, packed, 2.0**-24)
     strided = g.reduce(K.total)(every_other, axis=1)
     if n <= F32_LEAF:
         assert np.array_equal(strided, want)
-    _near_exact(strided, packed, 2.0**-24)
-    _near_exact(g.reduce(K.total)(transposed, axis=1), packed, 2.0**-24)  # a columns reduction, its own order
+    assert_near_exact(strided, packed, 2.0**-24)
+    assert_near_exact(g.reduce(K.total)(transposed, axis=1), packed, 2.0**-24)  # a columns reduction, its own order
     np.testing.assert_array_equal(g.reduce(K.largest)(transposed, axis=1), np.max(packed, axis=1))
 
 
@@ -113,7 +103,7 @@ def test_out_given_at_a_stride_and_kept_dimensions(n):
     o = np.zeros((5, 12), np.float32)[:, ::2]  # a strided output
     got = g.reduce(K.total)(x, axis=2, out=o)
     assert got is o
-    _near_exact(o.reshape(-1), x.reshape(-1, n), 2.0**-24)
+    assert_near_exact(o.reshape(-1), x.reshape(-1, n), 2.0**-24)
     # Kept dimensions that do not merge (a slice of each): the rows are stepped through both.
     y = x[:, ::2]
     assert np.array_equal(g.reduce(K.total)(y, axis=2, keepdims=True), o[:, ::2, None])
@@ -172,7 +162,7 @@ def test_tiles_of_min_and_max_with_one_nan_or_both_infinities(n, kernel, referen
 def test_tile_sums_give_the_same_bits_wherever_rows_lie(n):
     x = _rows(n, np.float32, rows=TILE_ROWS)
     got = g.reduce(K.total)(x, axis=1)
-    _near_exact(got, x, 2.0**-24)
+    assert_near_exact(got, x, 2.0**-24)
     for placed in _placements(x):
         assert np.array_equal(g.reduce(K.total)(placed, axis=-1).reshape(-1), got)
     o = np.zeros(2 * TILE_ROWS, np.float32)[::2]  # the results at a stride
@@ -187,6 +177,6 @@ def test_tiles_of_halves_params_and_maps(n):
     got = g.reduce(K.total)(h, axis=1)  # f16 values summed in f32, rounded to f16 once
     assert got.dtype == np.float16
     np.testing.assert_array_equal(got, g.reduce(K.total)(h.astype(np.float32), axis=1).astype(np.float16))
-    _near_exact(g.reduce(scaled_sum)(x, axis=1, by=0.5), x.astype(np.float64) * 0.5, 2.0**-24)
+    assert_near_exact(g.reduce(scaled_sum)(x, axis=1, by=0.5), x.astype(np.float64) * 0.5, 2.0**-24)
     np.testing.assert_array_equal(g.reduce(K.absmax)(x, axis=1), np.max(np.abs(x), axis=1))
-    _near_exact(g.reduce(K.sumsq)(x, axis=1), x.astype(np.float64) ** 2, 2.0**-24)
+    assert_near_exact(g.reduce(K.sumsq)(x, axis=1), x.astype(np.float64) ** 2, 2.0**-24)
