@@ -20,7 +20,7 @@ from .reduce_layout import declarations, lanes, leaf_rows, mapped, narrow_sum, s
 
 TILE = 8  # rows a tile reduces at once, and lanes of each row
 TILE_FIRST = TILE + 1  # rows of at least this many elements: the last step overlaps an earlier one
-TILE_SUM_LAST = 33  # a sum's: an element passes through at most 7 f32 roundings
+TILE_SUM_LAST = 64  # a sum's: an element passes through at most 11 f32 roundings
 # Rows of up to TILE * (FIXED_STEPS + 2) elements have a loop of their own for their count of whole
 # steps between the first TILE elements and the last, unrolled; longer ones share one (K = -1).
 FIXED_STEPS = 3
