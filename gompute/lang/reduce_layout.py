@@ -23,11 +23,11 @@ COLUMN_BYTES = 16384  # a columns item's results: this many bytes of accumulator
 ROW_LEAVES = 512  # a rows item of a long reduction: the elements of this many LEAF_ROWS-step leaves
 ROW_STEPS = 4  # a row of at most a leaf takes enough lanes (up to `lanes`) for this many steps a lane
 SHORT_ROWS = 16  # rows of up to this many elements, one kept dimension: reduce_rows.host_short_rows
-COLUMN_ROWS = 128  # reduced rows in a columns item
+COLUMN_ROWS = 128  # reduced rows in a wide columns item; a narrow tile's takes a multiple (planner.cpp)
 COLUMN_GROUP = 16  # input rows a columns item reads at once
 NARROW_COLUMNS = 256  # a columns tile of at most this many results, a whole row: reduce_columns.py's items
-NARROW_STREAM = 64  # narrow rows of at most this many elements stream into accumulators in registers,
-NARROW_STREAM_BYTES = 256  # of at most this many bytes a set
+NARROW_STREAM = 64  # narrow rows of at most this many elements stream into accumulators in registers
+NARROW_STREAM_BYTES = 256  # the streamed rows' accumulators: at most this many bytes a set
 NARROW_SETS = 4  # the streamed rows' sets of accumulators, a row a set in turn
 NARROW_FOLD = 64  # rows a narrow columns item takes into its accumulators before they join its tree
 # Vectors of a period block (reduce_columns._period): at least, at most, at most for a combine of more
