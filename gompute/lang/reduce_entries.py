@@ -86,13 +86,13 @@ def _host_columns(unit, structs, call_name: str) -> list[str]:
     def val(r):
         return mapped(unit, call_name, [f"p{k}_{r}[l]" for k in range(n)])
 
-    def row(r):
+    def row(r, indent="    ", declare=True):
         return [
             *(
-                f"    const {storage_ctype(t)}* p{k}_{r} = in{k} + at[{k}] + off[{k}];"
+                f"{indent}{f'const {storage_ctype(t)}* ' if declare else ''}p{k}_{r} = in{k} + at[{k}] + off[{k}];"
                 for k, t in enumerate(unit.in_storage)
             ),
-            "    gompute_advance(lay, idx, off, 1);",
+            f"{indent}gompute_advance(lay, idx, off, 1);",
         ]
 
     pairs = [val(r) for r in range(g)]
@@ -100,12 +100,19 @@ def _host_columns(unit, structs, call_name: str) -> list[str]:
         pairs = [f"{sym}_comb({x}, {y})" for x, y in zip(pairs[::2], pairs[1::2])]
     o = storage_ctype(unit.out_storage)
     inputs = ", ".join(f"in{k}" for k in range(n))
+    group = f"v[l] = {sym}_tcomb(v[l], ({t}){pairs[0]});"
+    inputs_of, rows, ks = list(enumerate(unit.in_storage)), range(g), range(n)
     return [
         *host_narrow_columns(unit, structs, call_name),
         "// Item i: result elements [m0, m0 + nw), contiguous in every input, over the reduced rows [k0, k1):",
         "// the lanes are the results, accumulated in the item's partials row (the finish pass combines the",
         f"// items' rows pairwise), {g} input rows at a time, combined pairwise first. An item that is its",
         "// results' only one accumulates on the stack and stores them in the output.",
+        f"// A whole chunk along one reduced dimension is read as {g} runs of chunk / {g} consecutive rows, a row",
+        f"// of each at a time (step q: rows q, q + s, ..., q + {g - 1}s): a run goes on where its last row ended,",
+        f"// so the prefetchers follow {g} long streams, not {g} new rows a step. A step's columns start where",
+        "// the first row's next 64-byte line does: rows whose stride is a multiple of 64 bytes (1024 f32",
+        f"// columns) then load whole lines, not two halves each of {g} lines in one cache set.",
         f"GOMPUTE_ROWS void {sym}_column_item({', '.join(ins)}, {t}* partials, {o}* out, const {lay}& lay, int64_t i"
         f"{params}) {{",
         f"  constexpr int W = {column_width(unit.acc)};",
@@ -119,11 +126,21 @@ def _host_columns(unit, structs, call_name: str) -> list[str]:
         f"  {t} own[W];",
         f"  {t}* const v = lay.chunks == 1 ? own : partials + kc * lay.kept_count + m0;",
         f"  for (int64_t l = 0; l < nw; ++l) v[l] = ({t}){unit.identity};",
+        f"  const int64_t s = lay.red_ndim == 1 && k1 - k0 == lay.chunk && lay.chunk % {g} == 0 ? lay.chunk / {g} : 0;",
         "  int64_t k = k0;",
         f"  for (; k + {g} <= k1; k += {g}) {{",
-        *(line for r in range(g) for line in row(r)),
+        *(f"    const {storage_ctype(st)} {', '.join(f'*p{k}_{r}' for r in range(g))};" for k, st in inputs_of),
+        "    if (s) {",
+        f"      const int64_t q = (k - k0) / {g};",
+        *(f"      p{k}_{r} = in{k} + at[{k}] + off[{k}] + (q + {r} * s) * lay.red[{k}][0];" for r in rows for k in ks),
+        "    } else {",
+        *(line for r in rows for line in row(r, "      ", declare=False)),
+        "    }",
+        "    int64_t lead = (int64_t)((0 - (uintptr_t)p0_0) % 64 / sizeof *p0_0);  // elements to the next line",
+        "    if (lead > nw) lead = nw;",
+        "    for (int64_t l = 0; l < lead; ++l) " + group,
         "    GOMPUTE_INDEPENDENT  // the accumulators are the item's own: no input is among them",
-        f"    for (int64_t l = 0; l < nw; ++l) v[l] = {sym}_tcomb(v[l], ({t}){pairs[0]});",
+        "    for (int64_t l = lead; l < nw; ++l) " + group,
         "  }",
         "  for (; k < k1; ++k) {",
         *row(0),
