@@ -3,8 +3,8 @@ that calls them, and the wide tiles' items).
 
 A narrow tile is a whole row of at most NARROW_COLUMNS results whose reduced rows follow one
 another in every input: an item's rows [k0, k1) are then one run of (k1 - k0) * cols elements.
-The wide tiles' loop reads COLUMN_GROUP short runs a step and spends its time in the vector
-epilogue; these read the run whole, in one of three loops by width:
+The wide tiles' loop reads COLUMN_GROUP rows a step and spends its time on a row this short in the
+vector epilogue; these read the run whole, in one of two loops by width:
 - period (_periods): where a block of E elements, a multiple of both cols and a vector's elements,
   fills NARROW_PERIOD vectors, the run is read as whole blocks into E accumulators held in
   registers, each lane always the same column; every NARROW_BLOCKS blocks they go into lanes of
@@ -13,14 +13,13 @@ epilogue; these read the run whole, in one of three loops by width:
   into NARROW_SETS sets of accumulators in registers, a row a set in turn, each row read as a whole
   number of vectors from its start (the lanes past the row read the next rows, inside the run, and
   are dropped); every NARROW_FOLD rows the sets are combined pairwise into the item's tree.
-- flat: wider rows go in groups of NARROW_FOLD rows, steps of COLUMN_GROUP rows (COLUMN_GROUP * cols
-  elements) combined (pairwise where the combine is one instruction) into accumulators laid out as a
-  step, so element f of a step meets the accumulator of its own column; then the accumulators' rows
-  are combined pairwise into the tree.
-An element of a float sum passes through at most NARROW_BLOCKS (period), NARROW_FOLD / NARROW_SETS
-+ log2(NARROW_SETS) (stream) or log2(NARROW_FOLD) (flat) roundings in its accumulator's type before
-the tree (NumPy's pairwise sum: 16 in its blocks of 128, then one a level). Which rows meet in an
-accumulator depends on the item's rows alone, so the results do not depend on the thread count.
+Wider rows with no period are not narrow: the wide tiles' loop reads an item as COLUMN_GROUP long
+runs of rows, which keeps the prefetchers ahead where a whole-run loop would hold more accumulators
+than registers and load and store them a step.
+An element of a float sum passes through at most NARROW_BLOCKS (period) or NARROW_FOLD / NARROW_SETS
++ log2(NARROW_SETS) (stream) roundings in its accumulator's type before the tree (NumPy's pairwise
+sum: 16 in its blocks of 128, then one a level). Which rows meet in an accumulator depends on the
+item's rows alone, so the results do not depend on the thread count.
 """
 
 from __future__ import annotations
@@ -47,7 +46,8 @@ from .reduce_layout import (
 
 
 def host_narrow_columns(unit, structs, call_name: str) -> list[str]:
-    """`{sym}_narrow(layout)`, whether a columns launch's tiles are narrow, and `{sym}_narrow_item`."""
+    """`{sym}_narrow(layout)`, whether a columns launch's tiles are narrow (a whole row, contiguous rows, and
+    a width the period or the stream loop takes), and `{sym}_narrow_item`."""
     sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
     ins, params, pass_params = declarations(unit, structs)
     lay, o, g = layout_type(unit), storage_ctype(unit.out_storage), COLUMN_GROUP
@@ -55,15 +55,21 @@ def host_narrow_columns(unit, structs, call_name: str) -> list[str]:
     ps = ", ".join(f"p{k}" for k in range(n))
     widths = range(g, min(NARROW_STREAM, NARROW_STREAM_BYTES // value_bytes(unit.acc)) + 1, g)
     periods = _periods(unit)
+    wider = sorted(c for c in periods if c > widths[-1])  # the stream's widest rows: widths[-1] elements
     one = _val(unit, call_name, n, "r * cols + l")
     return [
         f"GOMPUTE_FN bool {sym}_narrow(const {lay}& lay) {{",
         "  const int64_t cols = lay.kept_shape[lay.kept_ndim - 1];",
-        f"  return cols <= {NARROW_COLUMNS} && cols <= lay.width && lay.red_ndim == 1 && {contiguous};",
+        f"  if (cols > lay.width || lay.red_ndim != 1 || !({contiguous})) return false;",
+        "  switch (cols) {",
+        *(f"    case {c}:" for c in wider),
+        "      return true;",
+        "    default:",
+        f"      return cols <= {widths[-1]};",
+        "  }",
         "}",
         *_period(unit, structs, call_name),
         *_stream(unit, structs, call_name),
-        *_flat(unit, structs, call_name),
         f"// Item i of a narrow tile ({sym}_narrow): all cols results of one result row over the reduced rows",
         "// [k0, k1), one contiguous run in every input, into the item's partials row (or, when the item is its",
         "// results' only one, into the output). Rows the stream cannot read whole vectors of go one by one.",
@@ -84,7 +90,6 @@ def host_narrow_columns(unit, structs, call_name: str) -> list[str]:
         "    default:",
         "      switch (e) {",
         *(f"        case {e // g}: r = {sym}_stream<{e}>({ps}, cols, rows, w{pass_params}); break;" for e in widths),
-        f"        default: r = {sym}_flat({ps}, cols, rows, w{pass_params});",
         "      }",
         "  }",
         "  for (; r < rows; ++r)",
@@ -178,36 +183,6 @@ def _stream(unit, structs, call_name: str) -> list[str]:
         f"    for (int q = 0; q < E; ++q) w[q] = {sym}_tcomb(w[q], ({t}){sets});",
         "  }",
         "  return fit;",
-        "}",
-    ]
-
-
-def _flat(unit, structs, call_name: str) -> list[str]:
-    sym, a, t, n, g = unit.name, value_ctype(unit.acc), tree_type(unit), len(unit.in_storage), COLUMN_GROUP
-    ptrs = ", ".join(f"const {storage_ctype(s)}* p{k}" for k, s in enumerate(unit.in_storage))
-    _, params, _ = declarations(unit, structs)
-    k = NARROW_FOLD // g
-    steps = [_val(unit, call_name, n, f"(b + {j}) * run + f") for j in range(k)]
-    if _one_instruction(unit):  # the group's steps pairwise: no accumulator is loaded and stored a step
-        body = [f"    for (int64_t f = 0; f < run; ++f) acc[f] = {_pairwise(sym, steps)};"]
-    else:  # a select's steps in turn: a pairwise tree of them keeps more values live than the registers hold
-        body = [
-            f"    for (int64_t f = 0; f < run; ++f) acc[f] = {steps[0]};",
-            *(f"    for (int64_t f = 0; f < run; ++f) acc[f] = {sym}_comb(acc[f], {x});" for x in steps[1:]),
-        ]
-    rows = _pairwise(sym, [f"acc[{r} * cols + l]" for r in range(g)])
-    return [
-        f"// The run's whole groups of {NARROW_FOLD} rows, {k} steps of {g} rows ({g} * cols elements): element f of",
-        "// the group's steps into accumulator f (its own row of the step and column), then the accumulators'",
-        "// rows pairwise into w. Returns how many rows it took.",
-        f"GOMPUTE_FN int64_t {sym}_flat({ptrs}, int64_t cols, int64_t rows, {t}* w{params}) {{",
-        f"  const int64_t run = cols * {g}, groups = rows / {NARROW_FOLD};",
-        f"  {a} acc[{g * NARROW_COLUMNS}];",
-        f"  for (int64_t b = 0; b < groups * {k}; b += {k}) {{",
-        *body,
-        f"    for (int64_t l = 0; l < cols; ++l) w[l] = {sym}_tcomb(w[l], ({t}){rows});",
-        "  }",
-        f"  return groups * {NARROW_FOLD};",
         "}",
     ]
 

@@ -1,8 +1,8 @@
 """g.reduce over the rows of a narrow C-contiguous array (axis=0 of (n, C), C up to NARROW_COLUMNS:
-lang/reduce_columns.py's items, in blocks of a period of columns and vectors, rows streamed in
-registers, or steps of COLUMN_GROUP rows, by width), against NumPy: float sums within a pairwise
-sum's error of the exact sums, integer sums exact, max with NaNs anywhere, several inputs, params,
-sliced and 3-D inputs, and the same bits on any thread count."""
+lang/reduce_columns.py's items, in blocks of a period of columns and vectors or rows streamed in
+registers, by width, and the wide tiles' runs of rows for the widths neither takes), against NumPy:
+float sums within a pairwise sum's error of the exact sums, integer sums exact, max with NaNs
+anywhere, several inputs, params, sliced and 3-D inputs, and the same bits on any thread count."""
 
 from __future__ import annotations
 
