@@ -100,7 +100,8 @@ SANITIZE_TESTS ?= tests/runtime tests/interop tests/map \
   --deselect tests/interop/test_lifetimes.py::test_capsules_held_then_dropped_together_leak_nothing
 # The reductions whose generated loops read whole vectors across row ends, with the kernels
 # themselves built with ASan ($CXX -fsanitize=address): a read past an array's end fails them.
-SANITIZE_KERNEL_TESTS ?= tests/reduce/test_narrow_columns.py tests/reduce/test_row_lengths.py
+SANITIZE_KERNEL_TESTS ?= tests/reduce/test_narrow_columns.py tests/reduce/test_row_lengths.py \
+  tests/reduce/test_wide_columns.py
 sanitize: $(ASAN_STAMP) $(FAKE_CUDA)
 	tests/sanitize/run.sh $(ASAN_DIR) $(PY) -q $(SANITIZE_TESTS)
 	GOMPUTE_LIBCUDA=$(abspath $(FAKE_CUDA)) FAKE_CUDA_DEVICES=2 tests/sanitize/run.sh $(ASAN_DIR) $(PY) -q -m cuda $(SANITIZE_TESTS)
