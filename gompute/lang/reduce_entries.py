@@ -40,12 +40,11 @@ from .reduce_layout import (
     declarations,
     lanes,
     layout_type,
-    leaf_rows,
     mapped,
     store_result,
     tree_type,
 )
-from .reduce_rows import host_cascade, host_lane_rows, host_rows, host_short_rows
+from .reduce_rows import host_cascade, host_lane_rows, host_rows, host_short_rows, lane_rows_last
 
 
 def reduce_entries_source(backend: str, unit, structs, call_name: str, combine_name: str | None) -> list[str]:
@@ -188,10 +187,10 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
 
     rows_body = [
         "    if (first >= last) continue;",
-        "    // Rows of one item each, of at most a leaf, along one dimension: loops of their own (the row items'",
-        "    // path would divide and call per row); the shortest across rows, the others in lanes along each.",
-        "    if (layout.chunks == 1 && layout.red_ndim == 1 && layout.red_count <= "
-        f"{leaf_rows(unit) * lanes(unit.acc)}) {{",
+        "    // Rows of one item each, of at most a leaf (or a tile), along one dimension: loops of their own (the",
+        "    // row items' path would divide and call per row); the shortest across rows, the others in lanes or",
+        "    // tiles along each.",
+        f"    if (layout.chunks == 1 && layout.red_ndim == 1 && layout.red_count <= {lane_rows_last(unit)}) {{",
         f"      if (layout.kept_ndim == 1 && layout.red_count <= {SHORT_ROWS})",
         f"        {sym}_short_rows({inputs}, out, layout, first, last{pass_params});",
         "      else",

@@ -289,11 +289,12 @@ def _lane_row(unit, structs, call_name: str) -> list[str]:
 
 
 def host_lane_rows(unit, structs, call_name: str) -> list[str]:
-    """Rows of at most a leaf (leaf_rows steps of `lanes`) along one reduced dimension, one item each:
-    results [first, last) of a block, the result's offsets stepped along (no division a row), each row
-    a `lane_row<W>`. W is the least power of two with n <= ROW_STEPS * W, at most `lanes` and never
-    above n: a short row's lanes are few and its fold short, a longer one's several vectors, whose
-    chains of combines run at once. An element passes through at most leaf_rows combines in the
+    """Rows of at most lane_rows_last elements along one reduced dimension, one item each: results
+    [first, last) of a block, the result's offsets stepped along (no division a row), those of
+    TILE_FIRST to tile_last elements in tiles, the others, of at most a leaf (leaf_rows steps of
+    `lanes`), each a `lane_row<W>`. W is the least power of two with n <= ROW_STEPS * W, at most
+    `lanes` and never above n: a short row's lanes are few and its fold short, a longer one's
+    several vectors, whose chains of combines run at once. An element passes through at most leaf_rows combines in the
     accumulator's type, as in a leaf. Strided rows are gathered into a row of their own first and
     reduced the same way: the bits of packed rows."""
     sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
@@ -341,6 +342,12 @@ def host_lane_rows(unit, structs, call_name: str) -> list[str]:
         "  }",
         "}",
     ]
+
+
+def lane_rows_last(unit) -> int:
+    """The longest rows host_lane_rows takes: a leaf, or the tiles' longest where that is longer."""
+    leaf = leaf_rows(unit) * lanes(unit.acc)
+    return max(leaf, tile_last(unit)) if tiles(unit) else leaf
 
 
 def _to_tiles(unit, pass_params: str) -> list[str]:

@@ -33,9 +33,10 @@ def tiles(unit) -> bool:
 
 
 def tile_last(unit) -> int:
-    """A sum's rows of up to TILE_SUM_LAST elements are tiles; a min's or max's every row of up to a leaf
-    (all that would be lanes of their own, reduce_rows.host_lane_rows)."""
-    return TILE_SUM_LAST if unit.combine == "+" else leaf_rows(unit) * lanes(unit.acc)
+    """A sum's rows of up to TILE_SUM_LAST elements are tiles; a min's or max's every row of up to two
+    leaves: those of up to one would be lanes of their own (reduce_rows.host_lane_rows), and a rows
+    item a row, of leaves and a tree, costs more than a row this short reads."""
+    return TILE_SUM_LAST if unit.combine == "+" else 2 * leaf_rows(unit) * lanes(unit.acc)
 
 
 def _combine(unit, a: str, b: str) -> str:

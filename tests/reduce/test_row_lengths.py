@@ -21,9 +21,10 @@ RNG = np.random.default_rng(1032)
 # An f32 sum's leaf: rows of at most this many elements are reduced the same way wherever they lie.
 F32_LEAF = NARROW_LEAF_ROWS * lanes(g.f32)
 LENGTHS = [*range(1, 71), 100, 127, 128, 129, 255, 256, 257, 1000, 1023, 1024, 1025, 4096]
-# Tiles' row lengths: every one with a loop of its own, the edges of a step of the longer ones', and
-# a min's or max's longest, a leaf.
-TILED = [*range(TILE_FIRST, (FIXED_STEPS + 2) * TILE + 2), 47, 48, 49, 200, LEAF_ROWS * lanes(g.f32)]
+# Tiles' row lengths: every one with a loop of its own, the edges of a step of the longer ones', a
+# leaf (a min's or max's longest lane row) and the next, and a min's or max's longest, two leaves.
+MAX_LEAF = LEAF_ROWS * lanes(g.f32)
+TILED = [*range(TILE_FIRST, (FIXED_STEPS + 2) * TILE + 2), 47, 48, 49, 200, MAX_LEAF, MAX_LEAF + 1, 2 * MAX_LEAF]
 SUM_TILED = range(TILE_FIRST, TILE_SUM_LAST + 1)
 TILE_ROWS = 3 * TILE + 3  # whole tiles and a short one
 
