@@ -98,8 +98,9 @@ $(ASAN_STAMP): $(TEST_STAMP) $(SOURCES)
 SANITIZE_TESTS ?= tests/runtime tests/interop tests/map \
   --deselect tests/interop/test_lifetimes.py::test_100k_dropped_capsules_leak_nothing \
   --deselect tests/interop/test_lifetimes.py::test_capsules_held_then_dropped_together_leak_nothing
-# The reductions whose generated loops read whole vectors across row ends, with the kernels
-# themselves built with ASan ($CXX -fsanitize=address): a read past an array's end fails them.
+# The reductions whose generated loops compute their own addresses (whole vectors across row ends,
+# runs of rows, a line's start), with the kernels themselves built with ASan ($CXX
+# -fsanitize=address): a read past an array's end fails them.
 SANITIZE_KERNEL_TESTS ?= tests/reduce/test_narrow_columns.py tests/reduce/test_row_lengths.py \
   tests/reduce/test_wide_columns.py
 sanitize: $(ASAN_STAMP) $(FAKE_CUDA)
