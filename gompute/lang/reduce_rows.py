@@ -294,9 +294,9 @@ def host_lane_rows(unit, structs, call_name: str) -> list[str]:
     TILE_FIRST to tile_last elements in tiles, the others, of at most a leaf (leaf_rows steps of
     `lanes`), each a `lane_row<W>`. W is the least power of two with n <= ROW_STEPS * W, at most
     `lanes` and never above n: a short row's lanes are few and its fold short, a longer one's
-    several vectors, whose chains of combines run at once. An element passes through at most leaf_rows combines in the
-    accumulator's type, as in a leaf. Strided rows are gathered into a row of their own first and
-    reduced the same way: the bits of packed rows."""
+    several vectors, whose chains of combines run at once. An element passes through at most
+    leaf_rows combines in the accumulator's type, as in a leaf. Strided rows are gathered into a row
+    of their own first and reduced the same way: the bits of packed rows."""
     sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
     ins, params, pass_params = declarations(unit, structs)
     lay, o, L = layout_type(unit), storage_ctype(unit.out_storage), lanes(unit.acc)
