@@ -13,7 +13,7 @@ import gompute as g
 from gompute.lang.reduce_layout import COLUMN_GROUP, NARROW_COLUMNS, NARROW_STREAM
 
 from . import kernels as K
-from .accuracy import assert_near_exact
+from .columns import assert_columns_near_exact, assert_two_inputs_params_and_combines
 from .threads import outputs_by_thread_count
 
 RNG = np.random.default_rng(3207)
@@ -29,11 +29,6 @@ ROWS = [1, COLUMN_GROUP - 1, 4 * COLUMN_GROUP + 3, 1001]
 MANY = 150_001  # elements: items of a narrow tile read about 65536, so a result takes several
 
 
-def _columns_near_exact(got, terms: np.ndarray, eps: float):
-    """got holds the column sums of `terms` (a 2-D array), each within the float sums' bound."""
-    assert_near_exact(got, terms, eps, axis=0)
-
-
 def _row_counts(cols: int) -> list[int]:
     return [*ROWS, MANY // cols + 7]
 
@@ -45,7 +40,7 @@ def test_float_sums_of_every_width(cols):
             x = RNG.standard_normal((n, cols)).astype(dtype)
             got = g.reduce(K.total)(x, axis=0)
             assert got.dtype == dtype and got.shape == (cols,)
-            _columns_near_exact(got, x, eps)
+            assert_columns_near_exact(got, x, eps)
             assert np.array_equal(g.reduce(K.total)(x, axis=0, keepdims=True), got[None])
 
 
@@ -73,21 +68,7 @@ def test_max_with_a_nan_anywhere(cols):
 @pytest.mark.parametrize("cols", [1, 3, 10, 16, 17, 33, 48, 64, 65, 100, 128, NARROW_COLUMNS])
 def test_two_inputs_and_params(cols):
     for n in _row_counts(cols):
-        x, y = RNG.standard_normal((2, n, cols)).astype(np.float32)
-        _columns_near_exact(g.reduce(K.dot)(x, y, axis=0), x.astype(np.float64) * y, 2.0**-24)
-        row = y[:1]  # one row for all: broadcast along the reduced rows
-        _columns_near_exact(g.reduce(K.dot)(x, row, axis=0), x.astype(np.float64) * row, 2.0**-24)
-        z = RNG.standard_normal((n, cols))
-        _columns_near_exact(g.reduce(K.shifted_sum)(z, axis=0, by=0.5), z + 0.5, 2.0**-53)
-        np.testing.assert_array_equal(g.reduce(K.product)(np.sign(z), axis=0), np.prod(np.sign(z), axis=0))
-        bits = RNG.integers(0, 2**62, (n, cols), dtype=np.int64)
-        np.testing.assert_array_equal(g.reduce(K.parity)(bits, axis=0), np.bitwise_xor.reduce(bits, axis=0))
-        np.testing.assert_array_equal(g.reduce(K.extreme)(z, axis=0), _larger_magnitude(z))
-
-
-def _larger_magnitude(z: np.ndarray) -> np.ndarray:
-    pick = np.argmax(np.abs(z), axis=0)  # the first of equal magnitudes, as the combine keeps its left
-    return z[pick, np.arange(z.shape[1])]
+        assert_two_inputs_params_and_combines(RNG, n, cols)
 
 
 @pytest.mark.parametrize("cols", [2, 5, 16, 31, 64, 90])
@@ -95,17 +76,17 @@ def test_sliced_and_3d_inputs(cols):
     n = MANY // cols + 5
     base = RNG.standard_normal((n + 40, cols)).astype(np.float32)
     rows = base[17 : 17 + n]  # a slice of whole rows: still one run
-    _columns_near_exact(g.reduce(K.total)(rows, axis=0), rows, 2.0**-24)
+    assert_columns_near_exact(g.reduce(K.total)(rows, axis=0), rows, 2.0**-24)
     every_other = base[::2]  # rows two apart: the wide tiles' loop
-    _columns_near_exact(g.reduce(K.total)(every_other, axis=0), every_other, 2.0**-24)
+    assert_columns_near_exact(g.reduce(K.total)(every_other, axis=0), every_other, 2.0**-24)
     part = base[:, : max(1, cols // 2)]  # rows of part of each row
-    _columns_near_exact(g.reduce(K.total)(part, axis=0), part, 2.0**-24)
+    assert_columns_near_exact(g.reduce(K.total)(part, axis=0), part, 2.0**-24)
     # (a, n, C) over axis 1: a result row per a, each its own run; over axis 0: a * C results a row.
     cube = RNG.standard_normal((3, n // 3, cols)).astype(np.float32)
     got = g.reduce(K.total)(cube, axis=1)
     for a in range(3):
-        _columns_near_exact(got[a], cube[a], 2.0**-24)
-    _columns_near_exact(
+        assert_columns_near_exact(got[a], cube[a], 2.0**-24)
+    assert_columns_near_exact(
         g.reduce(K.total)(cube.transpose(1, 0, 2), axis=0).reshape(-1),
         cube.transpose(1, 0, 2).reshape(n // 3, -1),
         2.0**-24,

@@ -15,7 +15,7 @@ import gompute as g
 from gompute.lang.reduce_layout import COLUMN_GROUP, COLUMN_ROWS, NARROW_COLUMNS, column_width
 
 from . import kernels as K
-from .accuracy import assert_near_exact
+from .columns import assert_columns_near_exact, assert_two_inputs_params_and_combines
 from .threads import outputs_by_thread_count
 
 RNG = np.random.default_rng(3232)
@@ -37,11 +37,6 @@ ROWS = [
     3 * COLUMN_ROWS + 2 * COLUMN_GROUP + 7,
 ]
 EPS = {np.float32: 2.0**-24, np.float64: 2.0**-53}
-
-
-def _columns_near_exact(got, terms: np.ndarray, eps: float):
-    """got holds the column sums of `terms` (a 2-D array), each within the float sums' bound."""
-    assert_near_exact(got, terms, eps, axis=0)
 
 
 def _small_ints(shape, dtype, bound: int = 2**10) -> np.ndarray:
@@ -69,7 +64,7 @@ def test_float_sums_of_every_width(cols):
             x = RNG.standard_normal((n, cols)).astype(dtype)
             got = g.reduce(K.total)(x, axis=0)
             assert got.dtype == dtype and got.shape == (cols,)
-            _columns_near_exact(got, x, eps)
+            assert_columns_near_exact(got, x, eps)
             assert np.array_equal(g.reduce(K.total)(x, axis=0, keepdims=True), got[None])
             ints = _small_ints((n, cols), dtype)
             np.testing.assert_array_equal(g.reduce(K.total)(ints, axis=0), np.sum(ints, axis=0))
@@ -129,24 +124,13 @@ def test_two_inputs_apart_in_their_lines(cols):
         np.testing.assert_array_equal(g.reduce(K.dot)(y, x, axis=0), want, err_msg=f"first at {first}")
     x, y = RNG.standard_normal((2, n, cols)).astype(np.float32)
     x, y = x[:, 1:], y[:, :-1]  # rows of the same stride, the inputs' starts an element apart
-    _columns_near_exact(g.reduce(K.dot)(x, y, axis=0), x.astype(np.float64) * y, 2.0**-24)
+    assert_columns_near_exact(g.reduce(K.dot)(x, y, axis=0), x.astype(np.float64) * y, 2.0**-24)
 
 
 @pytest.mark.parametrize("cols", [NARROW_COLUMNS + 1, 1000, 1024, F64_TILE + 1, F32_TILE + 1])
 def test_other_combines_params_and_a_broadcast_row(cols):
     for n in ROWS:
-        x, y = RNG.standard_normal((2, n, cols)).astype(np.float32)
-        _columns_near_exact(g.reduce(K.dot)(x, y, axis=0), x.astype(np.float64) * y, 2.0**-24)
-        row = y[:1]  # one row for all: broadcast along the reduced rows
-        _columns_near_exact(g.reduce(K.dot)(x, row, axis=0), x.astype(np.float64) * row, 2.0**-24)
-        z = RNG.standard_normal((n, cols))
-        _columns_near_exact(g.reduce(K.shifted_sum)(z, axis=0, by=0.5), z + 0.5, 2.0**-53)
-        signs = np.sign(z)
-        np.testing.assert_array_equal(g.reduce(K.product)(signs, axis=0), np.prod(signs, axis=0))
-        bits = RNG.integers(0, 2**62, (n, cols), dtype=np.int64)
-        np.testing.assert_array_equal(g.reduce(K.parity)(bits, axis=0), np.bitwise_xor.reduce(bits, axis=0))
-        pick = np.argmax(np.abs(z), axis=0)  # the first of equal magnitudes, as the combine keeps its left
-        np.testing.assert_array_equal(g.reduce(K.extreme)(z, axis=0), z[pick, np.arange(cols)])
+        assert_two_inputs_params_and_combines(RNG, n, cols)
 
 
 @pytest.mark.parametrize("cols", [NARROW_COLUMNS + 1, 1000, 1024, F32_TILE + 1])
