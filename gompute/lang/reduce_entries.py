@@ -76,42 +76,77 @@ def _host_arg_lines(entry, structs, lay: str) -> list[str]:
     return lines
 
 
+def _column_steps(unit, structs, call_name: str, g: int) -> list[str]:
+    """`{sym}_column_steps{g}`: an item's whole steps of g rows into its accumulators v; returns the row
+    after the last. A whole chunk along one reduced dimension is g runs of chunk / g consecutive rows,
+    a row of each a step (step q: rows q, q + s, ..., q + (g - 1)s): a run goes on where its last row
+    ended, so the prefetchers follow g long streams, not g new rows a step. Other items take g
+    consecutive rows a step. A step's columns start where the first row's next 64-byte line does: rows
+    a multiple of 64 bytes apart then load whole lines, not two halves of a line each."""
+    sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
+    ins, params, _ = declarations(unit, structs)
+    pairs = [mapped(unit, call_name, [f"p{k}_{r}[l]" for k in range(n)]) for r in range(g)]
+    while len(pairs) > 1:
+        pairs = [f"{sym}_comb({x}, {y})" for x, y in zip(pairs[::2], pairs[1::2])]
+    step = f"v[l] = {sym}_tcomb(v[l], ({t}){pairs[0]});"
+    return [
+        f"GOMPUTE_FN int64_t {sym}_column_steps{g}({', '.join(ins)}, {t}* v, const {layout_type(unit)}& lay,",
+        "                                 const int64_t* at, int64_t* off, int64_t* idx, int64_t k0, int64_t k1,",
+        f"                                 int64_t nw{params}) {{",
+        f"  const int64_t s = lay.red_ndim == 1 && k1 - k0 == lay.chunk && lay.chunk % {g} == 0 ? lay.chunk / {g} : 0;",
+        "  int64_t k = k0;",
+        f"  for (; k + {g} <= k1; k += {g}) {{",
+        *(
+            f"    const {storage_ctype(st)} {', '.join(f'*p{k}_{r}' for r in range(g))};"
+            for k, st in enumerate(unit.in_storage)
+        ),
+        "    if (s) {",
+        f"      const int64_t q = (k - k0) / {g};",
+        *(
+            f"      p{k}_{r} = in{k} + at[{k}] + off[{k}] + (q + {r} * s) * lay.red[{k}][0];"
+            for r in range(g)
+            for k in range(n)
+        ),
+        "    } else {",
+        *(
+            line
+            for r in range(g)
+            for line in (
+                *(f"      p{k}_{r} = in{k} + at[{k}] + off[{k}];" for k in range(n)),
+                "      gompute_advance(lay, idx, off, 1);",
+            )
+        ),
+        "    }",
+        "    int64_t lead = (int64_t)((0 - (uintptr_t)p0_0) % 64 / sizeof *p0_0);  // elements to the next line",
+        "    if (lead > nw) lead = nw;",
+        "    for (int64_t l = 0; l < lead; ++l) " + step,
+        "    GOMPUTE_INDEPENDENT  // the accumulators are the item's own: no input is among them",
+        "    for (int64_t l = lead; l < nw; ++l) " + step,
+        "  }",
+        "  return k;",
+        "}",
+    ]
+
+
 def _host_columns(unit, structs, call_name: str) -> list[str]:
     sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
     ins, params, pass_params = declarations(unit, structs)
     lay = layout_type(unit)
-    g = COLUMN_GROUP
-
-    def val(r):
-        return mapped(unit, call_name, [f"p{k}_{r}[l]" for k in range(n)])
-
-    def row(r, indent="    ", declare=True):
-        return [
-            *(
-                f"{indent}{f'const {storage_ctype(t)}* ' if declare else ''}p{k}_{r} = in{k} + at[{k}] + off[{k}];"
-                for k, t in enumerate(unit.in_storage)
-            ),
-            f"{indent}gompute_advance(lay, idx, off, 1);",
-        ]
-
-    pairs = [val(r) for r in range(g)]
-    while len(pairs) > 1:
-        pairs = [f"{sym}_comb({x}, {y})" for x, y in zip(pairs[::2], pairs[1::2])]
+    g, few = COLUMN_GROUP, COLUMN_GROUP // 2
     o = storage_ctype(unit.out_storage)
     inputs = ", ".join(f"in{k}" for k in range(n))
-    group = f"v[l] = {sym}_tcomb(v[l], ({t}){pairs[0]});"
-    inputs_of, rows, ks = list(enumerate(unit.in_storage)), range(g), range(n)
+    steps_args = f"{inputs}, v, lay, at, off, idx, k0, k1, nw{pass_params}"
+    one = mapped(unit, call_name, [f"p{k}_0[l]" for k in range(n)])
     return [
         *host_narrow_columns(unit, structs, call_name),
+        *_column_steps(unit, structs, call_name, g),
+        *_column_steps(unit, structs, call_name, few),
         "// Item i: result elements [m0, m0 + nw), contiguous in every input, over the reduced rows [k0, k1):",
         "// the lanes are the results, accumulated in the item's partials row (the finish pass combines the",
         f"// items' rows pairwise), {g} input rows at a time, combined pairwise first. An item that is its",
-        "// results' only one accumulates on the stack and stores them in the output.",
-        f"// A whole chunk along one reduced dimension is read as {g} runs of chunk / {g} consecutive rows, a row",
-        f"// of each at a time (step q: rows q, q + s, ..., q + {g - 1}s): a run goes on where its last row ended,",
-        f"// so the prefetchers follow {g} long streams, not {g} new rows a step. A step's columns start where",
-        "// the first row's next 64-byte line does: rows whose stride is a multiple of 64 bytes (1024 f32",
-        f"// columns) then load whole lines, not two halves each of {g} lines in one cache set.",
+        "// results' only one accumulates on the stack and stores them in the output. Where a step's rows",
+        "// are a multiple of 4 KB apart, their lines at a column all fall in one set of the L1 (64 sets of",
+        f"// 64 bytes): {few} rows a step, so that they fit its ways.",
         f"GOMPUTE_ROWS void {sym}_column_item({', '.join(ins)}, {t}* partials, {o}* out, const {lay}& lay, int64_t i"
         f"{params}) {{",
         f"  constexpr int W = {column_width(unit.acc)};",
@@ -125,26 +160,17 @@ def _host_columns(unit, structs, call_name: str) -> list[str]:
         f"  {t} own[W];",
         f"  {t}* const v = lay.chunks == 1 ? own : partials + kc * lay.kept_count + m0;",
         f"  for (int64_t l = 0; l < nw; ++l) v[l] = ({t}){unit.identity};",
-        f"  const int64_t s = lay.red_ndim == 1 && k1 - k0 == lay.chunk && lay.chunk % {g} == 0 ? lay.chunk / {g} : 0;",
-        "  int64_t k = k0;",
-        f"  for (; k + {g} <= k1; k += {g}) {{",
-        *(f"    const {storage_ctype(st)} {', '.join(f'*p{k}_{r}' for r in range(g))};" for k, st in inputs_of),
-        "    if (s) {",
-        f"      const int64_t q = (k - k0) / {g};",
-        *(f"      p{k}_{r} = in{k} + at[{k}] + off[{k}] + (q + {r} * s) * lay.red[{k}][0];" for r in rows for k in ks),
-        "    } else {",
-        *(line for r in rows for line in row(r, "      ", declare=False)),
-        "    }",
-        "    int64_t lead = (int64_t)((0 - (uintptr_t)p0_0) % 64 / sizeof *p0_0);  // elements to the next line",
-        "    if (lead > nw) lead = nw;",
-        "    for (int64_t l = 0; l < lead; ++l) " + group,
-        "    GOMPUTE_INDEPENDENT  // the accumulators are the item's own: no input is among them",
-        "    for (int64_t l = lead; l < nw; ++l) " + group,
-        "  }",
+        f"  const bool runs = lay.red_ndim == 1 && k1 - k0 == lay.chunk && lay.chunk % {g} == 0;",
+        f"  const int64_t apart = (runs ? lay.chunk / {g} : 1) * lay.red[0][lay.red_ndim - 1] * (int64_t)sizeof *in0;",
+        f"  int64_t k = apart % 4096 ? {sym}_column_steps{g}({steps_args}) : {sym}_column_steps{few}({steps_args});",
         "  for (; k < k1; ++k) {",
-        *row(0),
+        *(
+            f"    const {storage_ctype(st)}* p{k}_0 = in{k} + at[{k}] + off[{k}];"
+            for k, st in enumerate(unit.in_storage)
+        ),
+        "    gompute_advance(lay, idx, off, 1);",
         "    GOMPUTE_INDEPENDENT",
-        f"    for (int64_t l = 0; l < nw; ++l) v[l] = {sym}_tcomb(v[l], ({t}){val(0)});",
+        f"    for (int64_t l = 0; l < nw; ++l) v[l] = {sym}_tcomb(v[l], ({t}){one});",
         "  }",
         "  if (lay.chunks != 1) return;",
         f"  const int64_t step = lay.kept[{n}][lay.kept_ndim - 1];",
