@@ -74,6 +74,7 @@ def contests(n: int, pool: ThreadPoolExecutor, torch) -> list[tuple[str, dict, s
     x, y = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
     cols = 1000
     m = x.reshape(n // cols, cols)
+    m2 = x[: n // 1024 * 1024].reshape(-1, 1024)  # rows a multiple of 4 KB apart: their own loop
     short = x[: n // 3 * 3].reshape(n // 3, 3)
     w = x.view(np.int32)
     read = {
@@ -87,11 +88,12 @@ def contests(n: int, pool: ThreadPoolExecutor, torch) -> list[tuple[str, dict, s
         ("max", {"g.reduce": lambda: g.reduce(largest)(x), "np.max": lambda: np.max(x)}),
         ("dot", {"g.reduce": lambda: g.reduce(dot)(x, y), "np.dot": lambda: np.dot(x, y)}),
         (
-            f"2-D ({n // cols}, {cols}): full, rows, columns",
+            f"2-D ({n // cols}, {cols}): full, rows, columns; columns of ({n // 1024}, 1024)",
             {
                 "full": lambda: g.reduce(total)(m),
                 "rows": lambda: g.reduce(total)(m, axis=1),
                 "columns": lambda: g.reduce(total)(m, axis=0),
+                "columns, 1024 wide": lambda: g.reduce(total)(m2, axis=0),
                 "np rows": lambda: np.sum(m, axis=1),
                 "np columns": lambda: np.sum(m, axis=0),
             },
