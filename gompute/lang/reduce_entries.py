@@ -78,10 +78,10 @@ def _host_arg_lines(entry, structs, lay: str) -> list[str]:
 
 def _column_steps(unit, structs, call_name: str, g: int) -> list[str]:
     """`{sym}_column_steps{g}`: an item's whole steps of g rows into its accumulators v; returns the row
-    after the last. A whole chunk along one reduced dimension is g runs of chunk / g consecutive rows,
-    a row of each a step (step q: rows q, q + s, ..., q + (g - 1)s): a run goes on where its last row
-    ended, so the prefetchers follow g long streams, not g new rows a step. Other items take g
-    consecutive rows a step. A step's columns start where the first row's next 64-byte line does: rows
+    after the last. Where s > 0 the item's rows are g runs of s consecutive rows, a row of each a step
+    (step q: rows q, q + s, ..., q + (g - 1)s): a run goes on where its last row ended, so the
+    prefetchers follow g long streams, not g new rows a step. Otherwise it takes g consecutive rows a
+    step. A step's columns start where the first row's next 64-byte line does: rows
     a multiple of 64 bytes apart then load whole lines, not two halves of a line each."""
     sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
     ins, params, _ = declarations(unit, structs)
@@ -92,8 +92,7 @@ def _column_steps(unit, structs, call_name: str, g: int) -> list[str]:
     return [
         f"GOMPUTE_FN int64_t {sym}_column_steps{g}({', '.join(ins)}, {t}* v, const {layout_type(unit)}& lay,",
         "                                 const int64_t* at, int64_t* off, int64_t* idx, int64_t k0, int64_t k1,",
-        f"                                 int64_t nw{params}) {{",
-        f"  const int64_t s = lay.red_ndim == 1 && k1 - k0 == lay.chunk && lay.chunk % {g} == 0 ? lay.chunk / {g} : 0;",
+        f"                                 int64_t nw, int64_t s{params}) {{",
         "  int64_t k = k0;",
         f"  for (; k + {g} <= k1; k += {g}) {{",
         *(
@@ -135,7 +134,7 @@ def _host_columns(unit, structs, call_name: str) -> list[str]:
     g, few = COLUMN_GROUP, COLUMN_GROUP // 2
     o = storage_ctype(unit.out_storage)
     inputs = ", ".join(f"in{k}" for k in range(n))
-    steps_args = f"{inputs}, v, lay, at, off, idx, k0, k1, nw{pass_params}"
+    steps_args = f"{inputs}, v, lay, at, off, idx, k0, k1, nw"
     one = mapped(unit, call_name, [f"p{k}_0[l]" for k in range(n)])
     return [
         *host_narrow_columns(unit, structs, call_name),
@@ -160,9 +159,11 @@ def _host_columns(unit, structs, call_name: str) -> list[str]:
         f"  {t} own[W];",
         f"  {t}* const v = lay.chunks == 1 ? own : partials + kc * lay.kept_count + m0;",
         f"  for (int64_t l = 0; l < nw; ++l) v[l] = ({t}){unit.identity};",
-        f"  const bool runs = lay.red_ndim == 1 && k1 - k0 == lay.chunk && lay.chunk % {g} == 0;",
-        f"  const int64_t apart = (runs ? lay.chunk / {g} : 1) * lay.red[0][lay.red_ndim - 1] * (int64_t)sizeof *in0;",
-        f"  int64_t k = apart % 4096 ? {sym}_column_steps{g}({steps_args}) : {sym}_column_steps{few}({steps_args});",
+        "  // A whole chunk along one reduced dimension is read as runs of rows (column_steps), s rows each.",
+        f"  const int64_t s = lay.red_ndim == 1 && k1 - k0 == lay.chunk && lay.chunk % {g} == 0 ? lay.chunk / {g} : 0;",
+        "  const int64_t apart = (s ? s : 1) * lay.red[0][lay.red_ndim - 1] * (int64_t)sizeof *in0;",
+        f"  int64_t k = apart % 4096 ? {sym}_column_steps{g}({steps_args}, s{pass_params})",
+        f"                           : {sym}_column_steps{few}({steps_args}, {g // few} * s{pass_params});",
         "  for (; k < k1; ++k) {",
         *(
             f"    const {storage_ctype(st)}* p{k}_0 = in{k} + at[{k}] + off[{k}];"
