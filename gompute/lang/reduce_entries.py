@@ -33,6 +33,7 @@ from .reduce_gpu import gpu_entries
 from .reduce_layout import (
     COLUMN_GROUP,
     COLUMN_ITEMS,
+    DRAM_BYTES,
     LAYOUT_SOURCE,
     SHORT_ROWS,
     column_width,
@@ -212,6 +213,7 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
             "}",
         ]
 
+    read = " + ".join(f"(int64_t)sizeof *in{k}" for k in range(n))
     rows_body = [
         "    if (first >= last) continue;",
         "    // Rows of one item each, of at most a leaf (or a tile), along one dimension: loops of their own (the",
@@ -225,6 +227,7 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
         "      continue;",
         "    }",
         "    // The result's offsets step along with the items (a result's items are consecutive).",
+        f"    const bool dram = layout.kept_count * layout.red_count * ({read}) >= {DRAM_BYTES};",
         f"    int64_t at[{n + 1}], idx[GOMPUTE_MAX_NDIM], m = first / layout.chunks;",
         f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m, at, idx);",
         "    for (int64_t i = first; i < last; ++i) {",
@@ -232,7 +235,7 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
         "        gompute_next_kept(layout, idx, at);",
         "        ++m;",
         "      }",
-        f"      const {t} v = {sym}_row_item({inputs}, layout, i, at{pass_params});",
+        f"      const {t} v = {sym}_row_item({inputs}, layout, i, at, dram{pass_params});",
         "      if (layout.chunks == 1)  // the item is the result",
         f"        {store_result(unit, f'out[at[{n}]]', 'v')}",
         "      else",

@@ -34,6 +34,9 @@ NARROW_FOLD = 64  # rows a narrow columns item takes into its accumulators befor
 # than one instruction (a select holds a temporary and a mask an accumulator: half the 32 registers).
 NARROW_PERIOD = (4, 16, 7)
 NARROW_BLOCKS = 16  # period blocks a narrow columns item takes into its accumulators before they join its tree
+# A rows launch reading at least this many bytes runs GOMPUTE_FROM_DRAM's twin of its loop (preludes/host.h):
+# four times a 32 MiB L3, so that most of what it reads comes from DRAM whatever the last call left.
+DRAM_BYTES = 128 << 20
 GPU_ITEMS = 8  # a GPU rows item: elements per thread (grid-stride steps)
 GPU_FINISH_RUN = 64  # partials the GPU finish pass combines in a row before combining the rows
 # A columns launch's items: per result row (all kept dimensions but the last), its tiles of

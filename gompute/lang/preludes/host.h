@@ -31,6 +31,15 @@ GOMPUTE_VECTOR_MATH2(atan2) GOMPUTE_VECTOR_MATH2(pow) GOMPUTE_VECTOR_MATH2(hypot
 #define GOMPUTE_FN static inline __attribute__((always_inline))
 // A kernel over contiguous rows: compiled once, called by every entry point of a specialization.
 #define GOMPUTE_ROWS static __attribute__((noinline))
+// The twin of a rows loop run where a launch reads far more than the caches hold: built for
+// 256-bit vectors on an AVX-512 machine. From DRAM a core takes in a few bytes a cycle, which
+// 256-bit loads keep up with on any such machine, and Zen 4 streams them 7-13% faster than
+// 512-bit ones (benchmarks/results/2026-12-07-reduce.md). Elsewhere it is the loop itself.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__)
+#define GOMPUTE_FROM_DRAM GOMPUTE_ROWS __attribute__((target("prefer-vector-width=256")))
+#else
+#define GOMPUTE_FROM_DRAM GOMPUTE_ROWS
+#endif
 // Before a rows loop: no iteration depends on another (its output is one of its inputs, element
 // for element, or overlaps none). GCC checks aliasing at run time only for an innermost loop; a
 // kernel with a loop of its own that is not unrolled vectorizes across it only on this promise.
