@@ -33,8 +33,9 @@ GOMPUTE_VECTOR_MATH2(atan2) GOMPUTE_VECTOR_MATH2(pow) GOMPUTE_VECTOR_MATH2(hypot
 #define GOMPUTE_ROWS static __attribute__((noinline))
 // The twin of a rows loop run where a launch reads far more than the caches hold: built for
 // 256-bit vectors on an AVX-512 machine. From DRAM a core takes in a few bytes a cycle, which
-// 256-bit loads keep up with on any such machine, and Zen 4 streams them 7-13% faster than
-// 512-bit ones (benchmarks/results/2026-12-07-reduce.md). Elsewhere it is the loop itself.
+// 256-bit loads keep up with on any such machine, and Zen 4 streams them faster than 512-bit
+// ones (a C loop on one thread: 7%; g.reduce's sums: 2-25%, benchmarks/results/2026-12-07-reduce.md).
+// Elsewhere it is the loop itself.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__)
 #define GOMPUTE_FROM_DRAM GOMPUTE_ROWS __attribute__((target("prefer-vector-width=256")))
 #else
