@@ -381,14 +381,19 @@ SHORT_FIXED = 8
 
 def host_short_rows(unit, structs, call_name: str) -> list[str]:
     """Rows of at most SHORT_ROWS elements along one reduced dimension, one item each, one kept
-    dimension: results [first, last) of a block, each reduced in order in the partial's type and
-    stored in the output, or handed to the tiles. Widths up to SHORT_FIXED are compile-time
+    dimension: results [first, last) of a block, each reduced in order in the partial's type (an f32
+    sum's in f32) and stored in the output, or handed to the tiles. Widths up to SHORT_FIXED are compile-time
     constants, so the loop over results vectorizes; where every input's rows are packed and the
     output is contiguous, at constant strides too. Wider ones are a chain of combines a row, the
     rows' chains running at once."""
     sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
     ins, params, pass_params = declarations(unit, structs)
     lay, o = layout_type(unit), storage_ctype(unit.out_storage)
+    # An f32 sum's rows add in f32, as its tiles do (reduce_short.py) and NumPy does a row this short.
+    if tiles(unit) and narrow_sum(unit):
+        t, comb = value_ctype(unit.acc), f"{sym}_comb"
+    else:
+        comb = f"{sym}_tcomb"
     value = mapped(unit, call_name, [f"in{k}[m * lay.kept[{k}][0] + k * lay.red[{k}][0]]" for k in range(n)])
     dense = mapped(unit, call_name, [f"in{k}[m * C + k]" for k in range(n)])
     packed = " && ".join([*(f"lay.kept[{k}][0] == C && lay.red[{k}][0] == 1" for k in range(n)), "step == 1"])
@@ -406,14 +411,14 @@ def host_short_rows(unit, structs, call_name: str) -> list[str]:
         f"  if (C && {packed}) {{",
         "    for (int64_t m = first; m < last; ++m) {",
         f"      {t} v = ({t}){unit.identity};",
-        f"      for (int64_t k = 0; k < C; ++k) v = {sym}_tcomb(v, ({t}){dense});",
+        f"      for (int64_t k = 0; k < C; ++k) v = {comb}(v, ({t}){dense});",
         f"      {store_result(unit, 'out[m]', 'v')}",
         "    }",
         "    return;",
         "  }",
         "  for (int64_t m = first; m < last; ++m) {",
         f"    {t} v = ({t}){unit.identity};",
-        f"    for (int64_t k = 0; k < count; ++k) v = {sym}_tcomb(v, ({t}){value});",
+        f"    for (int64_t k = 0; k < count; ++k) v = {comb}(v, ({t}){value});",
         f"    {store_result(unit, 'out[m * step]', 'v')}",
         "  }",
         "}",

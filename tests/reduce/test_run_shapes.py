@@ -59,3 +59,15 @@ def test_short_rows_match_numpy(width, dtype):
     np.testing.assert_array_equal(g.reduce(K.largest)(strided, axis=1), np.max(strided, axis=1))
     t = np.ascontiguousarray(x.T)  # the same rows, reduced along axis 0: strided elements
     np.testing.assert_array_equal(g.reduce(K.smallest)(t, axis=0), np.min(x, axis=1))
+
+
+@pytest.mark.parametrize("width", range(1, 9))
+def test_short_rows_of_an_f32_sum_add_in_order_in_f32(width):
+    """As a row this short does in NumPy: each element added to the sum so far, rounded to f32.
+    (Rows whose results are contiguous and elements not, as in a Fortran array, are columns.)"""
+    x = (RNG.standard_normal((20_011, width)) * 10).astype(np.float32)
+    want = x[:, 0].copy()
+    for k in range(1, width):
+        want += x[:, k]
+    np.testing.assert_array_equal(g.reduce(K.total)(x, axis=1), want)
+    np.testing.assert_array_equal(g.reduce(K.total)(x[::3], axis=1), want[::3])  # rows at a stride
