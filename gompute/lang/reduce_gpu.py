@@ -13,6 +13,7 @@ from .codegen import storage_ctype, value_ctype
 from .reduce_layout import (
     COLUMN_ITEMS,
     GPU_FINISH_RUN,
+    GPU_LOADS,
     layout_type,
     mapped,
     store_result,
@@ -63,6 +64,24 @@ def _gpu_block(unit) -> list[str]:
     ]
 
 
+def _loads_ahead(unit, call_name: str, gap: str, shift: str, comb: str, cast: str) -> list[str]:
+    """The body of a thread's loop over elements k, k + gap, ... before k1 along the one reduced
+    dimension: GPU_LOADS of them loaded into registers, then each combined into v in turn."""
+    sym, n = unit.name, len(unit.in_storage)
+    kj = "k + j" if gap == "1" else f"k + j * {gap}"
+    loads = " ".join(f"s{i}[j] = in{i}[at[{i}] + ({kj}) * layout.red[{i}][0]{shift}];" for i in range(n))
+    value = mapped(unit, call_name, [f"s{i}[j]" for i in range(n)])
+    return [
+        *(f"        {storage_ctype(st)} s{i}[{GPU_LOADS}];" for i, st in enumerate(unit.in_storage)),
+        "#pragma unroll",
+        f"        for (int j = 0; j < {GPU_LOADS}; ++j)",
+        f"          if ({kj} < k1) {{ {loads} }}",
+        "#pragma unroll",
+        f"        for (int j = 0; j < {GPU_LOADS}; ++j)",
+        f"          if ({kj} < k1) v = {sym}_{comb}(v, {cast}{value});",
+    ]
+
+
 def _gpu_head(unit, entry, structs) -> str:
     args = []
     for arg in entry.args:
@@ -79,10 +98,12 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
     sym, a, t, n = unit.name, value_ctype(unit.acc), tree_type(unit), len(unit.in_storage)
     entries = {e.kind: e for e in unit.entry_points()}
     strided = mapped(unit, call_name, [f"in{k}[at[{k}] + off[{k}]]" for k in range(n)])
-    flat = mapped(unit, call_name, [f"in{k}[at[{k}] + k * layout.red[{k}][0]]" for k in range(n)])
     column = mapped(unit, call_name, [f"in{k}[at[{k}] + off[{k}] + l]" for k in range(n)])
     indices = [f"    int64_t at[{n + 1}], off[{n + 1}];"]
-    flat_offsets = " ".join(f"off[{k}] = k * layout.red[{k}][0];" for k in range(n))
+    # Along one reduced dimension, a thread loads GPU_LOADS elements (`gap` apart) before it combines
+    # them, in the same order as one at a time: a load a thread in flight does not fill the memory's pipe.
+    rows_ahead = _loads_ahead(unit, call_name, "blockDim.x", "", "comb", f"({a})")
+    columns_ahead = _loads_ahead(unit, call_name, "1", " + l", "tcomb", f"({t})")
     return [
         _SHFL[backend],
         *_GPU_SHUFFLE.strip("\n").splitlines(),
@@ -98,8 +119,9 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m, at, nullptr);",
         f"    {a} v = {unit.identity};",
         "    if (layout.red_ndim == 1) {",
-        "      for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x)",
-        f"        v = {sym}_comb(v, {flat});",
+        f"      for (int64_t k = k0 + threadIdx.x; k < k1; k += {GPU_LOADS} * (int64_t)blockDim.x) {{",
+        *rows_ahead,
+        "      }",
         "    } else {",
         "      for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) {",
         f"        gompute_unravel<{n + 1}>(layout.red_shape, layout.red, layout.red_ndim, k, off, nullptr);",
@@ -131,12 +153,15 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         *indices,
         f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m0, at, nullptr);",
         f"    {t} v = ({t}){unit.identity};",
-        "    for (int64_t k = k0; k < k1; ++k) {",
-        "      if (layout.red_ndim == 1)",
-        f"        {{ {flat_offsets} }}",
-        "      else",
+        "    if (layout.red_ndim == 1) {",
+        f"      for (int64_t k = k0; k < k1; k += {GPU_LOADS}) {{",
+        *columns_ahead,
+        "      }",
+        "    } else {",
+        "      for (int64_t k = k0; k < k1; ++k) {",
         f"        gompute_unravel<{n + 1}>(layout.red_shape, layout.red, layout.red_ndim, k, off, nullptr);",
-        f"      v = {sym}_tcomb(v, ({t}){column});",
+        f"        v = {sym}_tcomb(v, ({t}){column});",
+        "      }",
         "    }",
         "    if (layout.chunks == 1)",
         f"      {store_result(unit, f'out[at[{n}] + l * layout.kept[{n}][layout.kept_ndim - 1]]', 'v')}",

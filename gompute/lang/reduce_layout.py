@@ -38,6 +38,7 @@ NARROW_BLOCKS = 16  # period blocks a narrow columns item takes into its accumul
 # four times a 32 MiB L3, so that most of what it reads comes from DRAM whatever the last call left.
 DRAM_BYTES = 128 << 20
 GPU_ITEMS = 8  # a GPU rows item: elements per thread (grid-stride steps)
+GPU_LOADS = 8  # elements a GPU thread loads at once along one reduced dimension (reduce_gpu.py)
 GPU_FINISH_RUN = 64  # partials the GPU finish pass combines in a row before combining the rows
 # A columns launch's items: per result row (all kept dimensions but the last), its tiles of
 # `width` results, each over `chunks` runs of reduced rows.

@@ -4,15 +4,20 @@ through tests/fakes/cuda_shim.h, whose blocks run their threads cooperatively (w
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
 import gompute as g
 from gompute.lang.module import module_source
+from gompute.lang.reduce_layout import GPU_LOADS
 from gompute.reduce import AutoReduce, BoundReduce
 from tests.fakes import images
 
 from . import kernels as K
+
+reduce_module = importlib.import_module("gompute.reduce")  # the module, not g.reduce
 
 
 class TextBound(BoundReduce):
@@ -75,16 +80,48 @@ def test_empty_reductions_store_the_identity():
     np.testing.assert_array_equal(on_gpu_text(K.product, "cuda")(e, axis=0), np.ones(5, np.float32))
 
 
+@pytest.mark.parametrize("text", ["cuda", "hip"])
+def test_loads_ahead_end_where_rows_and_columns_do(text, monkeypatch):
+    """A thread loads GPU_LOADS elements before it combines them: items that end anywhere among a
+    thread's loads, items of many such steps (two partials at most: long items), columns of any
+    count of reduced rows, and two inputs."""
+    monkeypatch.setattr(reduce_module, "_GPU_PARTIALS", 2)
+    total, largest = on_gpu_text(K.total, text), on_gpu_text(K.largest, text)
+    for n in (1, 7, 255, 257, 2047, 2049, 20_077):
+        i = RNG.integers(-1000, 1000, n).astype(np.int32)
+        assert total(i) == i.sum(dtype=np.int64)
+        assert largest(i) == i.max()
+        rows = np.stack([i, i[::-1]])
+        np.testing.assert_array_equal(total(rows, axis=1), rows.sum(axis=1, dtype=np.int64))
+    for count in (1, 7, 8, 9, 127, 129, 300):
+        x = RNG.integers(-1000, 1000, (count, 40)).astype(np.int64)
+        np.testing.assert_array_equal(total(x, axis=0), x.sum(axis=0))
+        np.testing.assert_array_equal(largest(x, axis=0), x.max(axis=0))
+    dot = on_gpu_text(K.dot64, text)
+    x, y = RNG.standard_normal((2, 3001))
+    np.testing.assert_allclose(dot(x, y), np.dot(x, y), rtol=1e-12)
+    m = x[:2900].reshape(29, 100)
+    np.testing.assert_allclose(dot(m, y[:100], axis=0), (m * y[:100]).sum(axis=0), rtol=1e-12)
+
+
+GPU_SPECS = [K.sumsq.variant((g.f32,)), K.total.variant((g.i8,)), K.dot64.variant((g.f64, g.f64))]
+GPU_SPECS += [K.extreme.variant((g.f64,)), K.largest.variant((g.f16,))]
+
+
+def _loads_ahead(spec, entry, loads: int) -> str | None:
+    """Why `entry`'s machine code does not load GPU_LOADS elements of each input at once, or None."""
+    want = GPU_LOADS * len(spec.in_storage) if entry.kind in ("rows", "columns") else 1
+    return None if loads >= want else f"{entry.symbol}: {loads} loads, {want} wanted"
+
+
 def test_the_cuda_entries_keep_everything_in_registers():
     from tests import sass
 
     if sass.missing():
         pytest.skip(sass.missing())
-    specs = [K.sumsq.variant((g.f32,)), K.total.variant((g.i8,)), K.dot64.variant((g.f64, g.f64))]
-    specs += [K.extreme.variant((g.f64,)), K.largest.variant((g.f16,))]
-    functions = sass.of_kernels(specs, sass.newest_arch(), "reduce_sass")
-    for spec in specs:
+    functions = sass.of_kernels(GPU_SPECS, sass.newest_arch(), "reduce_sass")
+    for spec in GPU_SPECS:
         for entry in spec.entry_points():
             f = functions[entry.symbol]
             assert not f.local_accesses(), (entry.symbol, [str(i) for i in f.local_accesses()])
-            assert f.find("LDG"), entry.symbol
+            assert _loads_ahead(spec, entry, len(f.find("LDG"))) is None
