@@ -65,9 +65,17 @@ template <int N> struct gompute_reduce_layout {
 };
 // The offset in each array of element i of dimensions (shape, strides), and its index where idx is
 // not null. The loop's trip count is fixed, so that a GPU keeps `at` in registers, not local memory.
+// AMD's compiler keeps it a loop: unrolled, every dimension's shape and strides are scalar registers
+// at once, and a hundred of them spill (to vector registers' lanes).
+#if defined(__HIP__)
+#define GOMPUTE_DIMENSIONS_LOOP _Pragma("unroll 1")
+#else
+#define GOMPUTE_DIMENSIONS_LOOP
+#endif
 template <int N> GOMPUTE_FN void gompute_unravel(const int64_t* shape, const int64_t (*strides)[GOMPUTE_MAX_NDIM],
                                                  int64_t ndim, int64_t i, int64_t* at, int64_t* idx) {
   for (int a = 0; a < N; ++a) at[a] = 0;
+  GOMPUTE_DIMENSIONS_LOOP
   for (int d = GOMPUTE_MAX_NDIM - 1; d >= 0; --d) {
     if (d >= ndim) continue;
     const int64_t k = i % shape[d];

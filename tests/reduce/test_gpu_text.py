@@ -125,3 +125,23 @@ def test_the_cuda_entries_keep_everything_in_registers():
             f = functions[entry.symbol]
             assert not f.local_accesses(), (entry.symbol, [str(i) for i in f.local_accesses()])
             assert _loads_ahead(spec, entry, len(f.find("LDG"))) is None
+
+
+@pytest.mark.parametrize("arch", ["gfx90a", "gfx1030"])
+def test_the_hip_entries_keep_everything_in_registers(arch):
+    """Through a real hiprtc (tests/compile/test_hip_real.py says what a CPU machine can check): no
+    spills, no scratch, the launch bound gompute launches with, and the rows' warp shuffles and
+    shared memory where a block combines its threads."""
+    from tests import amdgcn
+
+    if amdgcn.missing():
+        pytest.skip(amdgcn.missing())
+    kernels = amdgcn.of_kernels(GPU_SPECS, arch, f"reduce_hip_{arch}")
+    for spec in GPU_SPECS:
+        for entry in spec.entry_points():
+            k = kernels[entry.symbol]
+            assert (k.spills, k.scratch, k.dynamic_stack, k.scratch_accesses()) == (0, 0, False, []), k
+            assert k.max_block == spec.block_size, entry.symbol
+            assert _loads_ahead(spec, entry, len(k.find("global_load"))) is None
+            if entry.kind == "rows":
+                assert k.find("ds_bpermute") and k.find("ds_write") and k.find("s_barrier"), entry.symbol
