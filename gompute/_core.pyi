@@ -211,6 +211,7 @@ class ReduceRules(metaclass=_pybind11_type):
         gpu_items: int,
         gpu_partials: int,
         gpu_max_blocks: int,
+        gpu_thread_rows: int,
     ) -> None: ...
     @property
     def gpu(self) -> bool: ...

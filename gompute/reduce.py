@@ -41,6 +41,7 @@ from .lang.reduce_layout import (
     GPU_ITEMS,
     LEAF_ROWS,
     ROW_LEAVES,
+    SHORT_ROWS,
     column_width,
     lanes,
 )
@@ -254,4 +255,5 @@ def cut_rules(spec, gpu: bool) -> _core.ReduceRules:
         gpu_items=GPU_ITEMS,
         gpu_partials=_GPU_PARTIALS,
         gpu_max_blocks=_GPU_MAX_BLOCKS,
+        gpu_thread_rows=SHORT_ROWS,
     )

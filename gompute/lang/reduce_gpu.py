@@ -4,7 +4,8 @@ says how the work is cut).
 An item is a thread block: its threads stride through the item's elements, then the block
 reduces its threads' values with warp shuffles and shared memory (`_gpu_block`); where an item
 covers its result (`layout.chunks == 1`) thread 0 stores it, else it writes the item's partial
-and the finish launch combines each result's partials, a thread a result.
+and the finish launch combines each result's partials, a thread a result. Rows of a few elements
+(the planner's gpu_thread_rows) are a thread's each, a block's worth of them a block.
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
     strided = mapped(unit, call_name, [f"in{k}[at[{k}] + off[{k}]]" for k in range(n)])
     column = mapped(unit, call_name, [f"in{k}[at[{k}] + off[{k}] + l]" for k in range(n)])
     indices = [f"    int64_t at[{n + 1}], off[{n + 1}];"]
+    flat_offsets = " ".join(f"off[{k}] = k * layout.red[{k}][0];" for k in range(n))
     # Along one reduced dimension, a thread loads GPU_LOADS elements (`gap` apart) before it combines
     # them, in the same order as one at a time: a load a thread in flight does not fill the memory's pipe.
     rows_ahead = _loads_ahead(unit, call_name, "blockDim.x", "", "comb", f"({a})")
@@ -111,6 +113,22 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         "// Block by block over the items (each a result's reduced elements [k0, k1)), the threads",
         "// striding through an item's elements; one partial an item, or the result where it is the only one.",
         _gpu_head(unit, entries["rows"], structs),
+        "  if (layout.per_block > 1) {  // rows of a few elements (the planner's gpu_thread_rows): a thread a row",
+        "    for (uint64_t m = gompute_thread_index(); m < (uint64_t)layout.kept_count; m += gompute_thread_count()) {",
+        f"      int64_t at[{n + 1}], off[{n + 1}];",
+        f"      gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, (int64_t)m, at, nullptr);",
+        f"      {a} v = {unit.identity};",
+        "      for (int64_t k = 0; k < layout.red_count; ++k) {",
+        "        if (layout.red_ndim == 1)",
+        f"          {{ {flat_offsets} }}",
+        "        else",
+        f"          gompute_unravel<{n + 1}>(layout.red_shape, layout.red, layout.red_ndim, k, off, nullptr);",
+        f"        v = {sym}_comb(v, {strided});",
+        "      }",
+        f"      {store_result(unit, f'out[at[{n}]]', 'v')}",
+        "    }",
+        "    return;",
+        "  }",
         "  const int64_t items = layout.kept_count * layout.chunks;",
         "  for (int64_t i = gompute_block_linear(); i < items; i += (int64_t)gridDim.x * gridDim.y * gridDim.z) {",
         "    const int64_t m = i / layout.chunks, k0 = i % layout.chunks * layout.chunk;",

@@ -25,6 +25,7 @@ RULES = dict(
     gpu_items=8,
     gpu_partials=1 << 12,
     gpu_max_blocks=1 << 20,
+    gpu_thread_rows=16,
 )
 
 
@@ -108,6 +109,15 @@ def test_gpu_rows_use_blocks_of_threads():
     kind, first, finish, partials, layout = _plan(np.zeros((2, 1 << 20), np.float32), [1], gpu=True)
     work = _layout(layout, 2)["work"]
     assert kind == "rows" and first == partials == 2 * work[3] and work[3] == (1 << 20) // (256 * 8)
+
+
+def test_gpu_rows_of_a_few_elements_take_a_thread_each():
+    kind, first, finish, partials, layout = _plan(np.zeros((1000, 16), np.float32), [1], gpu=True)
+    _, _, chunk, chunks, _, per_block, _ = _layout(layout, 2)["work"]
+    assert kind == "rows" and (first, finish, partials) == (4, 0, 0)  # 1000 results, 256 a block
+    assert (chunk, chunks, per_block) == (16, 1, 256)
+    kind, first, _, _, layout = _plan(np.zeros((1000, 17), np.float32), [1], gpu=True)
+    assert first == 1000 and _layout(layout, 2)["work"][5] == 1  # past gpu_thread_rows: a block a row
 
 
 def test_too_many_dimensions_are_refused():
