@@ -1,6 +1,7 @@
 """gpu_check.py's reduction scenarios: g.reduce's read bandwidth over 1e8 f32 on Buffers beside the
-device-to-device copy of the same bytes in the same run, and its sum beside cupy.sum and
-torch.sum where those are installed; every result checked against NumPy's f64 sum.
+device-to-device copy of the same bytes in the same run, its rows and columns of a square and rows
+of four (a thread a row), and its sum beside cupy.sum and torch.sum where those are installed;
+every result checked against NumPy's f64 sum.
 
 gpu_check.py calls `reduce_scenarios(gpu, check)`; tests/map/test_gpu_check.py calls it with a
 small `n` on the fake driver. A sum reads its n elements once where the copy reads n and writes n,
@@ -21,6 +22,7 @@ from reductions import sumsq, total  # the host benchmark's kernels, so both tim
 import gompute as g
 
 N = 100_000_000  # 1e8 f32: a square (1e4, 1e4) array for the row and column reductions
+SHORT = 4  # the elements of a short row: (N / SHORT, SHORT) reduced along its rows
 
 
 def tolerance(count: int) -> float:
@@ -40,18 +42,19 @@ class _Reference:
         x = host.astype(np.float64)
         side = math.isqrt(host.size)
         square, magnitude = x.reshape(side, side), np.abs(x)
-        self.n, self.side = host.size, side
+        self.counts = {"sum": host.size, "sumsq": host.size, "rows": side, "columns": side, "short": SHORT}
         self.sums = {
             "sum": (x.sum(), magnitude.sum()),
             "sumsq": (np.dot(x, x), np.dot(x, x)),
             "rows": (square.sum(axis=1), magnitude.reshape(side, side).sum(axis=1)),
             "columns": (square.sum(axis=0), magnitude.reshape(side, side).sum(axis=0)),
+            "short": (x.reshape(-1, SHORT).sum(axis=1), magnitude.reshape(-1, SHORT).sum(axis=1)),
         }
 
     def check(self, what: str, got) -> float:
         """The largest error of `got` over its bound (<= 1), or an AssertionError naming it."""
         want, scale = self.sums[what]
-        count = self.n if what in ("sum", "sumsq") else self.side
+        count = self.counts[what]
         error = np.abs(np.asarray(got, np.float64) - want) / (tolerance(count) * np.maximum(scale, 1e-300))
         worst = float(np.max(error))
         assert worst <= 1, f"{what}: off NumPy's f64 sum by {worst:.1f}x the tolerance {tolerance(count):.1e}"
@@ -100,9 +103,10 @@ def reduce_scenarios(gpu, check, n: int = N, calls: int = 20, repeats: int = 7) 
         stream, (host, reference) = gpu.create_stream(), data()
         with gpu.empty((n,), g.f32) as x, gpu.empty((n,), g.f32) as copy:
             x.upload(host)
-            square = x.view(g.f32, (side, side))
+            square, short = x.view(g.f32, (side, side)), x.view(g.f32, (n // SHORT, SHORT))
             scalar, rows, columns = gpu.empty((), g.f32), gpu.empty((side,), g.f32), gpu.empty((side,), g.f32)
-            for b in (x, copy, square, scalar, rows, columns):
+            sums = gpu.empty((n // SHORT,), g.f32)
+            for b in (x, copy, square, short, scalar, rows, columns, sums):
                 b.stream = stream  # so g.reduce launches on it
             sum_call, host_s = _host_timed(lambda: sum_k(x, out=scalar))
             ms = {
@@ -114,8 +118,12 @@ def reduce_scenarios(gpu, check, n: int = N, calls: int = 20, repeats: int = 7) 
             ms["sumsq"] = event_ms(gpu, stream, lambda: sumsq_k(x, out=scalar), **timing)
             stream.synchronize()
             worst["sumsq"] = reference.check("sumsq", _download(scalar))
-            for what, axis, out in (("rows", 1, rows), ("columns", 0, columns)):
-                reduce_square = lambda axis=axis, out=out: sum_k(square, axis=axis, out=out)  # noqa: E731
+            for what, array, axis, out in (
+                ("rows", square, 1, rows),
+                ("columns", square, 0, columns),
+                ("short", short, 1, sums),
+            ):
+                reduce_square = lambda a=array, axis=axis, out=out: sum_k(a, axis=axis, out=out)  # noqa: E731
                 ms[what] = event_ms(gpu, stream, reduce_square, **timing)
                 stream.synchronize()
                 worst[what] = reference.check(what, _download(out))
@@ -125,7 +133,8 @@ def reduce_scenarios(gpu, check, n: int = N, calls: int = 20, repeats: int = 7) 
             f"{n:.0e} f32 Buffers: copy {2 * read(ms['copy']):.0f} GB/s (read + write); g.reduce sum reads "
             f"{read(ms['sum']):.0f} GB/s ({ms['copy'] / (2 * ms['sum']):.2f}x copy), sum of squares "
             f"{read(ms['sumsq']):.0f} GB/s; ({side}, {side}) rows {ms['rows'] / ms['sum']:.2f}x, columns "
-            f"{ms['columns'] / ms['sum']:.2f}x the full sum's time; host {np.median(host_s) * 1e6:.0f} us a sum "
+            f"{ms['columns'] / ms['sum']:.2f}x the full sum's time; rows of {SHORT} {ms['short'] / ms['sum']:.2f}x "
+            f"(they write a {SHORT}th of what they read); host {np.median(host_s) * 1e6:.0f} us a sum "
             f"call vs {ms['sum'] * 1e3:.0f} us of GPU; matches NumPy's f64 sums (worst "
             f"{max(worst.values()):.2g} of the tolerance, {tolerance(n):.1e} of the magnitudes' sum)"
         )
