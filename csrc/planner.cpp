@@ -208,11 +208,11 @@ Cut gpu_cut(const ReduceRules& r, bool columns, int64_t cols, int64_t kept_count
     c.chunks = ceil_div(red_count, c.chunk);
     c.width = r.block;
     c.items = kept_count / cols * ceil_div(cols, r.block) * c.chunks;
-  } else if (red_count <= r.gpu_thread_rows) {  // short rows: a thread a result, a block's worth a block
+  } else if (red_count <= r.gpu_group_rows) {  // short rows: a thread or a group a result, a block's worth a block
     c.chunks = red_count ? 1 : 0;
     c.chunk = std::max<int64_t>(red_count, 1);
     c.width = 1;
-    c.per_block = r.block;
+    c.per_block = red_count <= r.gpu_thread_rows ? r.block : r.block / r.gpu_group;
     c.items = kept_count;
   } else {
     c.chunks = std::min(ceil_div(red_count, r.block * r.gpu_items),

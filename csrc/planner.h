@@ -152,6 +152,8 @@ struct ReduceRules {
   int64_t gpu_partials = 1;    // GPU rows: items (partials) over all results, at most, unless results outnumber them
   int64_t gpu_max_blocks = 1;  // GPU: a launch's blocks, at most; its loops stride past them
   int64_t gpu_thread_rows = 1; // GPU rows of at most this many elements take a thread each, not a block
+  int64_t gpu_group_rows = 1;  // and rows of at most this many a group of gpu_group threads each
+  int64_t gpu_group = 1;       // threads of such a group (a divisor of `block` and of the warp's size)
 };
 
 // A reduction's launches: the first's entry (`rows` or `columns`) and blocks (0: no first launch,

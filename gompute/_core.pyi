@@ -212,6 +212,8 @@ class ReduceRules(metaclass=_pybind11_type):
         gpu_partials: int,
         gpu_max_blocks: int,
         gpu_thread_rows: int,
+        gpu_group_rows: int,
+        gpu_group: int,
     ) -> None: ...
     @property
     def gpu(self) -> bool: ...

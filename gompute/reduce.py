@@ -38,7 +38,9 @@ from .kernel import (
 from .lang.reduce_kernel import ReduceKernel, normalize_axes
 from .lang.reduce_layout import (
     COLUMN_ROWS,
+    GPU_GROUP,
     GPU_ITEMS,
+    GPU_LOADS,
     LEAF_ROWS,
     ROW_LEAVES,
     SHORT_ROWS,
@@ -256,4 +258,6 @@ def cut_rules(spec, gpu: bool) -> _core.ReduceRules:
         gpu_partials=_GPU_PARTIALS,
         gpu_max_blocks=_GPU_MAX_BLOCKS,
         gpu_thread_rows=SHORT_ROWS,
+        gpu_group_rows=GPU_GROUP * GPU_LOADS,
+        gpu_group=GPU_GROUP,
     )

@@ -4,8 +4,9 @@ says how the work is cut).
 An item is a thread block: its threads stride through the item's elements, then the block
 reduces its threads' values with warp shuffles and shared memory (`_gpu_block`); where an item
 covers its result (`layout.chunks == 1`) thread 0 stores it, else it writes the item's partial
-and the finish launch combines each result's partials, a thread a result. Rows of a few elements
-(the planner's gpu_thread_rows) are a thread's each, a block's worth of them a block.
+and the finish launch combines each result's partials, a thread a result. Short rows are a
+thread's each (up to the planner's gpu_thread_rows elements) or a group's of GPU_GROUP threads (up
+to gpu_group_rows), which combine their values with shuffles: a block's worth of them a block.
 """
 
 from __future__ import annotations
@@ -26,21 +27,27 @@ from .reduce_layout import (
 _GPU_SHUFFLE = r"""
 #ifndef GOMPUTE_REDUCE_SHUFFLE
 #define GOMPUTE_REDUCE_SHUFFLE
-template <typename T> GOMPUTE_FN T gompute_shfl_down(T v, int d) { return (T)GOMPUTE_SHFL_DOWN((int)v, d); }
-GOMPUTE_FN float gompute_shfl_down(float v, int d) { return GOMPUTE_SHFL_DOWN(v, d); }
-GOMPUTE_FN double gompute_shfl_down(double v, int d) { return GOMPUTE_SHFL_DOWN(v, d); }
-GOMPUTE_FN int64_t gompute_shfl_down(int64_t v, int d) { return (int64_t)GOMPUTE_SHFL_DOWN((long long)v, d); }
-GOMPUTE_FN uint64_t gompute_shfl_down(uint64_t v, int d) { return (uint64_t)GOMPUTE_SHFL_DOWN((long long)v, d); }
+// Within each run of w lanes (a power of two up to the warp's size).
+template <typename T> GOMPUTE_FN T gompute_shfl_down(T v, int d, int w) { return (T)GOMPUTE_SHFL_DOWN((int)v, d, w); }
+GOMPUTE_FN float gompute_shfl_down(float v, int d, int w) { return GOMPUTE_SHFL_DOWN(v, d, w); }
+GOMPUTE_FN double gompute_shfl_down(double v, int d, int w) { return GOMPUTE_SHFL_DOWN(v, d, w); }
+GOMPUTE_FN int64_t gompute_shfl_down(int64_t v, int d, int w) {
+  return (int64_t)GOMPUTE_SHFL_DOWN((long long)v, d, w);
+}
+GOMPUTE_FN uint64_t gompute_shfl_down(uint64_t v, int d, int w) {
+  return (uint64_t)GOMPUTE_SHFL_DOWN((long long)v, d, w);
+}
 GOMPUTE_FN uint64_t gompute_block_linear() {
   return blockIdx.x + (uint64_t)gridDim.x * (blockIdx.y + (uint64_t)gridDim.y * blockIdx.z);
 }
 #endif
 """
 _SHFL = {
-    "cuda": "#define GOMPUTE_SHFL_DOWN(v, d) __shfl_down_sync(0xffffffffu, (v), (d))",
+    "cuda": "#define GOMPUTE_SHFL_DOWN(v, d, w) __shfl_down_sync(0xffffffffu, (v), (d), (w))",
     # The HIP text built for the CPU (tests/fakes/cuda_shim.h, GOMPUTE_CUDA_ON_CPU) has CUDA's spelling.
-    "hip": "#if defined(GOMPUTE_CUDA_ON_CPU)\n#define GOMPUTE_SHFL_DOWN(v, d) __shfl_down_sync(~0ull, (v), (d))\n"
-    "#else\n#define GOMPUTE_SHFL_DOWN(v, d) __shfl_down((v), (d))\n#endif",
+    "hip": "#if defined(GOMPUTE_CUDA_ON_CPU)\n"
+    "#define GOMPUTE_SHFL_DOWN(v, d, w) __shfl_down_sync(~0ull, (v), (d), (w))\n"
+    "#else\n#define GOMPUTE_SHFL_DOWN(v, d, w) __shfl_down((v), (d), (w))\n#endif",
 }
 
 
@@ -52,12 +59,12 @@ def _gpu_block(unit) -> list[str]:
         f"GOMPUTE_FN {t} {sym}_block({t} v) {{",
         f"  __shared__ {t} warps[32];",
         "  const unsigned int lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize;",
-        f"  for (int d = warpSize / 2; d > 0; d /= 2) v = {sym}_tcomb(v, gompute_shfl_down(v, d));",
+        f"  for (int d = warpSize / 2; d > 0; d /= 2) v = {sym}_tcomb(v, gompute_shfl_down(v, d, warpSize));",
         "  if (lane == 0) warps[warp] = v;",
         "  __syncthreads();",
         "  if (warp == 0) {",
         f"    v = lane < blockDim.x / warpSize ? warps[lane] : ({t}){unit.identity};",
-        f"    for (int d = warpSize / 2; d > 0; d /= 2) v = {sym}_tcomb(v, gompute_shfl_down(v, d));",
+        f"    for (int d = warpSize / 2; d > 0; d /= 2) v = {sym}_tcomb(v, gompute_shfl_down(v, d, warpSize));",
         "  }",
         "  __syncthreads();  // warps[] is free for the block's next item",
         "  return v;",
@@ -65,7 +72,7 @@ def _gpu_block(unit) -> list[str]:
     ]
 
 
-def _loads_ahead(unit, call_name: str, gap: str, shift: str, comb: str, cast: str) -> list[str]:
+def _loads_ahead(unit, call_name: str, gap: str, shift: str, comb: str, cast: str, pad: str = " " * 8) -> list[str]:
     """The body of a thread's loop over elements k, k + gap, ... before k1 along the one reduced
     dimension: GPU_LOADS of them loaded into registers, then each combined into v in turn."""
     sym, n = unit.name, len(unit.in_storage)
@@ -73,13 +80,13 @@ def _loads_ahead(unit, call_name: str, gap: str, shift: str, comb: str, cast: st
     loads = " ".join(f"s{i}[j] = in{i}[at[{i}] + ({kj}) * layout.red[{i}][0]{shift}];" for i in range(n))
     value = mapped(unit, call_name, [f"s{i}[j]" for i in range(n)])
     return [
-        *(f"        {storage_ctype(st)} s{i}[{GPU_LOADS}];" for i, st in enumerate(unit.in_storage)),
+        *(f"{pad}{storage_ctype(st)} s{i}[{GPU_LOADS}];" for i, st in enumerate(unit.in_storage)),
         "#pragma unroll",
-        f"        for (int j = 0; j < {GPU_LOADS}; ++j)",
-        f"          if ({kj} < k1) {{ {loads} }}",
+        f"{pad}for (int j = 0; j < {GPU_LOADS}; ++j)",
+        f"{pad}  if ({kj} < k1) {{ {loads} }}",
         "#pragma unroll",
-        f"        for (int j = 0; j < {GPU_LOADS}; ++j)",
-        f"          if ({kj} < k1) v = {sym}_{comb}(v, {cast}{value});",
+        f"{pad}for (int j = 0; j < {GPU_LOADS}; ++j)",
+        f"{pad}  if ({kj} < k1) v = {sym}_{comb}(v, {cast}{value});",
     ]
 
 
@@ -101,11 +108,11 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
     strided = mapped(unit, call_name, [f"in{k}[at[{k}] + off[{k}]]" for k in range(n)])
     column = mapped(unit, call_name, [f"in{k}[at[{k}] + off[{k}] + l]" for k in range(n)])
     indices = [f"    int64_t at[{n + 1}], off[{n + 1}];"]
-    flat_offsets = " ".join(f"off[{k}] = k * layout.red[{k}][0];" for k in range(n))
     # Along one reduced dimension, a thread loads GPU_LOADS elements (`gap` apart) before it combines
     # them, in the same order as one at a time: a load a thread in flight does not fill the memory's pipe.
     rows_ahead = _loads_ahead(unit, call_name, "blockDim.x", "", "comb", f"({a})")
     columns_ahead = _loads_ahead(unit, call_name, "1", " + l", "tcomb", f"({t})")
+    group_ahead = _loads_ahead(unit, call_name, "g", "", "comb", f"({a})", " " * 12)
     return [
         _SHFL[backend],
         *_GPU_SHUFFLE.strip("\n").splitlines(),
@@ -113,19 +120,32 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         "// Block by block over the items (each a result's reduced elements [k0, k1)), the threads",
         "// striding through an item's elements; one partial an item, or the result where it is the only one.",
         _gpu_head(unit, entries["rows"], structs),
-        "  if (layout.per_block > 1) {  // rows of a few elements (the planner's gpu_thread_rows): a thread a row",
-        "    for (uint64_t m = gompute_thread_index(); m < (uint64_t)layout.kept_count; m += gompute_thread_count()) {",
-        f"      int64_t at[{n + 1}], off[{n + 1}];",
-        f"      gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, (int64_t)m, at, nullptr);",
+        "  if (layout.per_block > 1) {  // short rows: g threads a row (1 or GPU_GROUP: csrc/planner.cpp)",
+        "    const int g = (int)(blockDim.x / layout.per_block), lane = (int)(threadIdx.x % g);",
+        "    const int64_t groups = (int64_t)gridDim.x * gridDim.y * gridDim.z * layout.per_block;",
+        "    const int64_t k1 = layout.red_count, rows = layout.kept_count;",
+        "    // Every thread of a block goes round as often: a group's shuffles meet its every lane.",
+        "    for (int64_t first = gompute_block_linear() * layout.per_block; first < rows; first += groups) {",
+        "      const int64_t m = first + threadIdx.x / g;",
         f"      {a} v = {unit.identity};",
-        "      for (int64_t k = 0; k < layout.red_count; ++k) {",
-        "        if (layout.red_ndim == 1)",
-        f"          {{ {flat_offsets} }}",
-        "        else",
-        f"          gompute_unravel<{n + 1}>(layout.red_shape, layout.red, layout.red_ndim, k, off, nullptr);",
-        f"        v = {sym}_comb(v, {strided});",
+        f"      int64_t at[{n + 1}], off[{n + 1}];",
+        "      if (m < rows) {",
+        f"        gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m, at, nullptr);",
+        "        if (layout.red_ndim == 1) {",
+        f"          for (int64_t k = lane; k < k1; k += {GPU_LOADS} * g) {{",
+        *group_ahead,
+        "          }",
+        "        } else {",
+        "          for (int64_t k = lane; k < k1; k += g) {",
+        f"            gompute_unravel<{n + 1}>(layout.red_shape, layout.red, layout.red_ndim, k, off, nullptr);",
+        f"            v = {sym}_comb(v, {strided});",
+        "          }",
+        "        }",
         "      }",
-        f"      {store_result(unit, f'out[at[{n}]]', 'v')}",
+        f"      {t} r = ({t})v;",
+        f"      for (int d = g / 2; d > 0; d /= 2) r = {sym}_tcomb(r, gompute_shfl_down(r, d, g));",
+        "      if (m < rows && lane == 0)",
+        f"        {store_result(unit, f'out[at[{n}]]', 'r')}",
         "    }",
         "    return;",
         "  }",

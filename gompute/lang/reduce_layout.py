@@ -39,6 +39,9 @@ NARROW_BLOCKS = 16  # period blocks a narrow columns item takes into its accumul
 DRAM_BYTES = 128 << 20
 GPU_ITEMS = 8  # a GPU rows item: elements per thread (grid-stride steps)
 GPU_LOADS = 8  # elements a GPU thread loads at once along one reduced dimension (reduce_gpu.py)
+# A GPU row of SHORT_ROWS + 1 to GPU_GROUP * GPU_LOADS elements takes a group of GPU_GROUP threads (a
+# warp on CUDA, half a wavefront on AMD), which combine their values with shuffles: no block barrier.
+GPU_GROUP = 32
 GPU_FINISH_RUN = 64  # partials the GPU finish pass combines in a row before combining the rows
 # A columns launch's items: per result row (all kept dimensions but the last), its tiles of
 # `width` results, each over `chunks` runs of reduced rows.

@@ -105,19 +105,22 @@ def test_loads_ahead_end_where_rows_and_columns_do(text, monkeypatch):
 
 
 @pytest.mark.parametrize("text", ["cuda", "hip"])
-def test_rows_of_a_few_elements_take_a_thread_each(text, monkeypatch):
-    """Rows of up to 16 elements (the planner's gpu_thread_rows) are a thread's each, in a grid
-    that strides past its blocks (one block here), along one reduced dimension or several."""
+def test_short_rows_take_a_thread_or_a_group_each(text, monkeypatch):
+    """Rows of up to 16 elements are a thread's each, of up to 256 a group's of 32 threads (the
+    planner's gpu_thread_rows and gpu_group_rows), in a grid that strides past its blocks (one
+    block here), along one reduced dimension or several."""
     monkeypatch.setattr(reduce_module, "_GPU_MAX_BLOCKS", 1)
     total, largest = on_gpu_text(K.total, text), on_gpu_text(K.largest, text)
-    for width in (1, 2, 3, 8, 15, 16, 17):
+    for width in (1, 2, 3, 8, 15, 16, 17, 31, 32, 33, 100, 255, 256, 257):
         i = RNG.integers(-1000, 1000, (1001, width)).astype(np.int32)
         np.testing.assert_array_equal(total(i, axis=1), i.sum(axis=1, dtype=np.int64))
         np.testing.assert_array_equal(largest(i[::-2, ::-1], axis=1), i[::-2].max(axis=1))
-    cube = RNG.integers(-1000, 1000, (300, 4, 5)).astype(np.int64).transpose(0, 2, 1)  # two reduced dimensions
-    np.testing.assert_array_equal(total(cube, axis=(1, 2), keepdims=True), cube.sum(axis=(1, 2), keepdims=True))
-    f = RNG.standard_normal((700, 9)).astype(np.float32)
-    np.testing.assert_allclose(total(f, axis=1), f.sum(axis=1), rtol=1e-6, atol=1e-6)
+    for rows, cols in ((4, 5), (9, 11)):  # two reduced dimensions, a thread's rows and a group's
+        cube = RNG.integers(-1000, 1000, (300, rows, cols)).astype(np.int64).transpose(0, 2, 1)
+        np.testing.assert_array_equal(total(cube, axis=(1, 2), keepdims=True), cube.sum(axis=(1, 2), keepdims=True))
+    for width in (9, 200):
+        f = RNG.standard_normal((700, width)).astype(np.float32)
+        np.testing.assert_allclose(total(f, axis=1), f.sum(axis=1), rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(total(np.zeros((5, 0), np.float32), axis=1), np.zeros(5, np.float32))
 
 

@@ -26,6 +26,8 @@ RULES = dict(
     gpu_partials=1 << 12,
     gpu_max_blocks=1 << 20,
     gpu_thread_rows=16,
+    gpu_group_rows=256,
+    gpu_group=32,
 )
 
 
@@ -111,13 +113,14 @@ def test_gpu_rows_use_blocks_of_threads():
     assert kind == "rows" and first == partials == 2 * work[3] and work[3] == (1 << 20) // (256 * 8)
 
 
-def test_gpu_rows_of_a_few_elements_take_a_thread_each():
-    kind, first, finish, partials, layout = _plan(np.zeros((1000, 16), np.float32), [1], gpu=True)
-    _, _, chunk, chunks, _, per_block, _ = _layout(layout, 2)["work"]
-    assert kind == "rows" and (first, finish, partials) == (4, 0, 0)  # 1000 results, 256 a block
-    assert (chunk, chunks, per_block) == (16, 1, 256)
-    kind, first, _, _, layout = _plan(np.zeros((1000, 17), np.float32), [1], gpu=True)
-    assert first == 1000 and _layout(layout, 2)["work"][5] == 1  # past gpu_thread_rows: a block a row
+def test_gpu_short_rows_take_a_thread_or_a_group_each():
+    """Rows of up to gpu_thread_rows elements a thread, of up to gpu_group_rows a group of gpu_group
+    threads, longer ones a block (per_block results a block of 256 threads)."""
+    for width, blocks, per_block in [(16, 4, 256), (17, 125, 8), (256, 125, 8), (257, 1000, 1)]:
+        kind, first, finish, partials, layout = _plan(np.zeros((1000, width), np.float32), [1], gpu=True)
+        _, _, chunk, chunks, _, got, _ = _layout(layout, 2)["work"]
+        assert kind == "rows" and (first, finish, partials) == (blocks, 0, 0), width
+        assert (chunk, chunks, got) == (width, 1, per_block), width
 
 
 def test_too_many_dimensions_are_refused():
