@@ -197,12 +197,13 @@ Cut host_cut(const ReduceRules& r, bool columns, int64_t cols, int64_t kept_coun
 }
 
 // A GPU's: a block an item, its threads striding through it (rows: at least gpu_items elements a
-// thread, at most gpu_partials partials over all results) or a thread a result of a tile
-// (columns); a thread a result in the finish pass.
+// thread, at most gpu_partials partials over all results; short rows a thread's or a group's each,
+// per_block of them a block) or a thread a result of a tile (columns); in the finish pass a thread a
+// result, or a block a result where a few results have more partials than a block has threads.
 Cut gpu_cut(const ReduceRules& r, bool columns, int64_t cols, int64_t kept_count, int64_t red_count) {
   Cut c{};
   c.per_block = 1;
-  c.finish_per_block = r.block;
+  c.finish_per_block = r.block;  // a thread a result
   if (columns) {
     c.chunk = r.column_rows;
     c.chunks = ceil_div(red_count, c.chunk);
@@ -221,6 +222,7 @@ Cut gpu_cut(const ReduceRules& r, bool columns, int64_t cols, int64_t kept_count
     c.width = 1;
     c.items = kept_count * c.chunks;
   }
+  if (kept_count <= r.block && c.chunks >= r.block) c.finish_per_block = 1;
   c.items = std::min(c.items, r.gpu_max_blocks * c.per_block);
   return c;
 }

@@ -124,6 +124,21 @@ def test_short_rows_take_a_thread_or_a_group_each(text, monkeypatch):
     np.testing.assert_array_equal(total(np.zeros((5, 0), np.float32), axis=1), np.zeros(5, np.float32))
 
 
+@pytest.mark.parametrize("text", ["cuda", "hip"])
+def test_a_few_results_of_many_partials_finish_a_block_each(text, monkeypatch):
+    """Results of at least a block's count of partials, at most a block of them (a full sum: 4096
+    partials), finish in a block each; items of 256 elements here, so that 80 000 make 313."""
+    monkeypatch.setattr(reduce_module, "GPU_ITEMS", 1)
+    total, largest = on_gpu_text(K.total, text), on_gpu_text(K.largest, text)
+    i = RNG.integers(-1000, 1000, (3, 80_000)).astype(np.int32)
+    assert total(i) == i.sum(dtype=np.int64)
+    np.testing.assert_array_equal(total(i, axis=1), i.sum(axis=1, dtype=np.int64))
+    np.testing.assert_array_equal(largest(i, axis=1), i.max(axis=1))
+    np.testing.assert_array_equal(total(np.ascontiguousarray(i.T), axis=0), i.sum(axis=1, dtype=np.int64))  # columns
+    f = RNG.standard_normal(80_000)
+    np.testing.assert_allclose(total(f), f.sum(), rtol=1e-12)
+
+
 GPU_SPECS = [K.sumsq.variant((g.f32,)), K.total.variant((g.i8,)), K.dot64.variant((g.f64, g.f64))]
 GPU_SPECS += [K.extreme.variant((g.f64,)), K.largest.variant((g.f16,))]
 

@@ -123,6 +123,13 @@ def test_gpu_short_rows_take_a_thread_or_a_group_each():
         assert (chunk, chunks, got) == (width, 1, per_block), width
 
 
+def test_gpu_finish_takes_a_block_a_result_where_few_have_many_partials():
+    *_, layout = _plan(np.zeros(1 << 24, np.float32), [0], gpu=True)  # 4096 partials, one result
+    assert _layout(layout, 2)["work"][3:].tolist() == [4096, 1, 1, 1]  # chunks, width, per_block, finish
+    *_, layout = _plan(np.zeros((300, 1 << 20), np.float32), [1], gpu=True)  # 13 partials each
+    assert _layout(layout, 2)["work"][6] == 256
+
+
 def test_too_many_dimensions_are_refused():
     x = np.zeros((3,) * 9, np.float32)[(slice(None, None, 2),) * 9]  # nine dimensions no neighbour merges with
     with pytest.raises(g.ArgumentError, match="0 kept and 9 reduced dimensions even merged"):
