@@ -22,6 +22,8 @@ from .reduce_layout import (
     tree_type,
 )
 
+GPU_BLOCKS_AN_SM = 2  # the entries' launch bound's least blocks an SM (_gpu_head)
+
 # A warp's shuffle down for each partial type: CUDA's names its mask (every lane: reduction blocks
 # are whole warps), HIP's runs on the whole wavefront. Small integers and bools go as int.
 _GPU_SHUFFLE = r"""
@@ -91,6 +93,10 @@ def _loads_ahead(unit, call_name: str, gap: str, shift: str, comb: str, cast: st
 
 
 def _gpu_head(unit, entry, structs) -> str:
+    """The entry's signature. Its launch bound asks for two blocks an SM at least, no more: with the
+    block size alone ptxas aims at an occupancy it reaches by spilling a value or two across the
+    64-bit divisions' calls (48 or 64 registers and 8-16 bytes of stack, sm_80 to sm_121), where the
+    entries need 46-108 registers; two blocks of 256 with eight loads a thread in flight fill the pipe."""
     args = []
     for arg in entry.args:
         if arg.kind == "pointer":
@@ -99,7 +105,8 @@ def _gpu_head(unit, entry, structs) -> str:
             args.append(f"const {layout_type(unit)} {arg.name}")
         else:
             args.append(f"const {structs[arg.type]} params")
-    return f"GOMPUTE_GLOBAL void __launch_bounds__({unit.block_size}) {entry.symbol}({', '.join(args)}) {{"
+    bounds = f"__launch_bounds__({unit.block_size}, {GPU_BLOCKS_AN_SM})"
+    return f"GOMPUTE_GLOBAL void {bounds} {entry.symbol}({', '.join(args)}) {{"
 
 
 def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:

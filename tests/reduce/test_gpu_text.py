@@ -149,12 +149,14 @@ def _loads_ahead(spec, entry, loads: int) -> str | None:
     return None if loads >= want else f"{entry.symbol}: {loads} loads, {want} wanted"
 
 
-def test_the_cuda_entries_keep_everything_in_registers():
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90", "newest"])
+def test_the_cuda_entries_keep_everything_in_registers(arch):
     from tests import sass
 
     if sass.missing():
         pytest.skip(sass.missing())
-    functions = sass.of_kernels(GPU_SPECS, sass.newest_arch(), "reduce_sass")
+    arch = sass.newest_arch() if arch == "newest" else arch
+    functions = sass.of_kernels(GPU_SPECS, arch, f"reduce_sass_{arch}")
     for spec in GPU_SPECS:
         for entry in spec.entry_points():
             f = functions[entry.symbol]
