@@ -204,8 +204,8 @@ Cut gpu_cut(const ReduceRules& r, bool columns, int64_t cols, int64_t kept_count
   Cut c{};
   c.per_block = 1;
   c.finish_per_block = r.block;  // a thread a result
-  if (columns) {
-    c.chunk = r.column_rows;
+  if (columns) {  // a tile of fewer results than threads reads as many rows more at once
+    c.chunk = r.column_rows * std::max<int64_t>(1, r.block / std::min(cols, r.block));
     c.chunks = ceil_div(red_count, c.chunk);
     c.width = r.block;
     c.items = kept_count / cols * ceil_div(cols, r.block) * c.chunks;

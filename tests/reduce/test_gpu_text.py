@@ -139,6 +139,23 @@ def test_a_few_results_of_many_partials_finish_a_block_each(text, monkeypatch):
     np.testing.assert_allclose(total(f), f.sum(), rtol=1e-12)
 
 
+@pytest.mark.parametrize("text", ["cuda", "hip"])
+def test_narrow_columns_read_several_rows_a_step(text):
+    """A columns tile of w < 256 results reads R rows a step (the most a power of two of w threads
+    fill of the block) and combines each result's R values in shared memory: widths that leave
+    threads over, a last tile narrower than the others, items of several chunks, results under two
+    kept dimensions."""
+    total, largest = on_gpu_text(K.total, text), on_gpu_text(K.largest, text)
+    for width, rows in [(1, 700), (2, 700), (3, 700), (3, 10_881), (5, 1000), (64, 300), (100, 333), (257, 300)]:
+        i = RNG.integers(-1000, 1000, (rows, width)).astype(np.int32)
+        np.testing.assert_array_equal(total(i, axis=0), i.sum(axis=0, dtype=np.int64))
+        np.testing.assert_array_equal(largest(i, axis=0), i.max(axis=0))
+    cube = RNG.integers(-1000, 1000, (4, 500, 3)).astype(np.int64)
+    np.testing.assert_array_equal(total(cube, axis=1), cube.sum(axis=1))
+    f = RNG.standard_normal((5000, 7)).astype(np.float32)
+    np.testing.assert_allclose(total(f, axis=0), f.sum(axis=0, dtype=np.float64), rtol=1e-5, atol=1e-4)
+
+
 GPU_SPECS = [K.sumsq.variant((g.f32,)), K.total.variant((g.i8,)), K.dot64.variant((g.f64, g.f64))]
 GPU_SPECS += [K.extreme.variant((g.f64,)), K.largest.variant((g.f16,))]
 
