@@ -381,11 +381,11 @@ SHORT_FIXED = 8
 
 def host_short_rows(unit, structs, call_name: str) -> list[str]:
     """Rows of at most SHORT_ROWS elements along one reduced dimension, one item each, one kept
-    dimension: results [first, last) of a block, each reduced in order in the partial's type (an f32
-    sum's in f32) and stored in the output, or handed to the tiles. Widths up to SHORT_FIXED are compile-time
-    constants, so the loop over results vectorizes; where every input's rows are packed and the
-    output is contiguous, at constant strides too. Wider ones are a chain of combines a row, the
-    rows' chains running at once."""
+    dimension: results [first, last) of a block, each reduced in order in the partial's type (an
+    f32 sum's in f32) and stored in the output, or handed to the tiles. Widths up to SHORT_FIXED
+    are compile-time constants, so the loop over results vectorizes; where every input's rows are
+    packed and the output is contiguous, at constant strides too. Wider ones are a chain of
+    combines a row, the rows' chains running at once."""
     sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
     ins, params, pass_params = declarations(unit, structs)
     lay, o = layout_type(unit), storage_ctype(unit.out_storage)
