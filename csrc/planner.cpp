@@ -204,11 +204,17 @@ Cut gpu_cut(const ReduceRules& r, bool columns, int64_t cols, int64_t kept_count
   Cut c{};
   c.per_block = 1;
   c.finish_per_block = r.block;  // a thread a result
-  if (columns) {  // a tile of fewer results than threads reads as many rows more at once
+  if (columns) {
+    // A tile of fewer results than threads reads as many rows more at once; and, as rows do, a launch
+    // makes at most about gpu_partials items (unless its tiles outnumber them): longer runs of rows,
+    // so that the finish has fewer partials a result to combine.
+    const int64_t tiles = kept_count / cols * ceil_div(cols, r.block);
     c.chunk = r.column_rows * std::max<int64_t>(1, r.block / std::min(cols, r.block));
-    c.chunks = ceil_div(red_count, c.chunk);
+    c.chunks = std::min(ceil_div(red_count, c.chunk),
+                        std::max<int64_t>(1, r.gpu_partials / std::max<int64_t>(tiles, 1)));
+    if (c.chunks) c.chunk = ceil_div(red_count, c.chunks);
     c.width = r.block;
-    c.items = kept_count / cols * ceil_div(cols, r.block) * c.chunks;
+    c.items = tiles * c.chunks;
   } else if (red_count <= r.gpu_group_rows) {  // short rows: a thread or a group a result, a block's worth a block
     c.chunks = red_count ? 1 : 0;
     c.chunk = std::max<int64_t>(red_count, 1);

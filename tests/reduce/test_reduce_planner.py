@@ -130,6 +130,17 @@ def test_gpu_finish_takes_a_block_a_result_where_few_have_many_partials():
     assert _layout(layout, 2)["work"][6] == 256
 
 
+def test_gpu_columns_make_about_gpu_partials_items():
+    """(1e6, 1000) over axis 0: 4 tiles of 256 results, 1024 runs of 977 rows each (not 7813 of 128),
+    so the finish combines 1024 partials a result."""
+    x = np.broadcast_to(np.zeros(1000, np.float32), (1_000_000, 1000))
+    kind, first, finish, partials, layout = _plan(x, [0], gpu=True)
+    _, _, chunk, chunks, width, _, _ = _layout(layout, 2)["work"]
+    assert kind == "columns" and (first, partials, chunk, chunks, width) == (4096, 1_024_000, 977, 1024, 256)
+    kind, first, *_ = _plan(np.zeros((10_000, 1000), np.float32), [0], gpu=True)
+    assert kind == "columns" and first == 4 * 79  # few rows: runs of 128 rows, as before
+
+
 def test_too_many_dimensions_are_refused():
     x = np.zeros((3,) * 9, np.float32)[(slice(None, None, 2),) * 9]  # nine dimensions no neighbour merges with
     with pytest.raises(g.ArgumentError, match="0 kept and 9 reduced dimensions even merged"):
