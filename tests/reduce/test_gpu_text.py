@@ -160,7 +160,7 @@ GPU_SPECS = [K.sumsq.variant((g.f32,)), K.total.variant((g.i8,)), K.dot64.varian
 GPU_SPECS += [K.extreme.variant((g.f64,)), K.largest.variant((g.f16,))]
 
 
-def _loads_ahead(spec, entry, loads: int) -> str | None:
+def _too_few_loads(spec, entry, loads: int) -> str | None:
     """Why `entry`'s machine code does not load GPU_LOADS elements of each input at once, or None."""
     want = GPU_LOADS * len(spec.in_storage) if entry.kind in ("rows", "columns") else 1
     return None if loads >= want else f"{entry.symbol}: {loads} loads, {want} wanted"
@@ -178,7 +178,7 @@ def test_the_cuda_entries_keep_everything_in_registers(arch):
         for entry in spec.entry_points():
             f = functions[entry.symbol]
             assert not f.local_accesses(), (entry.symbol, [str(i) for i in f.local_accesses()])
-            assert _loads_ahead(spec, entry, len(f.find("LDG"))) is None
+            assert _too_few_loads(spec, entry, len(f.find("LDG"))) is None
 
 
 @pytest.mark.parametrize("arch", ["gfx90a", "gfx1030"])
@@ -196,6 +196,6 @@ def test_the_hip_entries_keep_everything_in_registers(arch):
             k = kernels[entry.symbol]
             assert (k.spills, k.scratch, k.dynamic_stack, k.scratch_accesses()) == (0, 0, False, []), k
             assert k.max_block == spec.block_size, entry.symbol
-            assert _loads_ahead(spec, entry, len(k.find("global_load"))) is None
+            assert _too_few_loads(spec, entry, len(k.find("global_load"))) is None
             if entry.kind == "rows":
                 assert k.find("ds_bpermute") and k.find("ds_write") and k.find("s_barrier"), entry.symbol
