@@ -74,21 +74,33 @@ def _gpu_block(unit) -> list[str]:
     ]
 
 
-def _loads_ahead(unit, call_name: str, gap: str, shift: str, comb: str, cast: str, pad: str = " " * 8) -> list[str]:
-    """The body of a thread's loop over elements k, k + gap, ... before k1 along the one reduced
-    dimension: GPU_LOADS of them loaded into registers, then each combined into v in turn."""
+def _thread_loop(unit, call_name: str, start: str, gap: str, shift: str, comb: str, cast: str, pad: str) -> list[str]:
+    """A thread's elements k = start, start + gap, ... before k1 combined into v. Along one reduced
+    dimension it loads GPU_LOADS of them into registers, then combines each in turn (the order of one
+    at a time: a load a thread in flight does not fill the memory's pipe); along several it finds
+    each element's offsets (off) from k."""
     sym, n = unit.name, len(unit.in_storage)
     kj = "k + j" if gap == "1" else f"k + j * {gap}"
     loads = " ".join(f"s{i}[j] = in{i}[at[{i}] + ({kj}) * layout.red[{i}][0]{shift}];" for i in range(n))
     value = mapped(unit, call_name, [f"s{i}[j]" for i in range(n)])
+    strided = mapped(unit, call_name, [f"in{i}[at[{i}] + off[{i}]{shift}]" for i in range(n)])
     return [
-        *(f"{pad}{storage_ctype(st)} s{i}[{GPU_LOADS}];" for i, st in enumerate(unit.in_storage)),
+        f"{pad}if (layout.red_ndim == 1) {{",
+        f"{pad}  for (int64_t k = {start}; k < k1; k += {GPU_LOADS} * {gap}) {{",
+        *(f"{pad}    {storage_ctype(st)} s{i}[{GPU_LOADS}];" for i, st in enumerate(unit.in_storage)),
         "#pragma unroll",
-        f"{pad}for (int j = 0; j < {GPU_LOADS}; ++j)",
-        f"{pad}  if ({kj} < k1) {{ {loads} }}",
+        f"{pad}    for (int j = 0; j < {GPU_LOADS}; ++j)",
+        f"{pad}      if ({kj} < k1) {{ {loads} }}",
         "#pragma unroll",
-        f"{pad}for (int j = 0; j < {GPU_LOADS}; ++j)",
-        f"{pad}  if ({kj} < k1) v = {sym}_{comb}(v, {cast}{value});",
+        f"{pad}    for (int j = 0; j < {GPU_LOADS}; ++j)",
+        f"{pad}      if ({kj} < k1) v = {sym}_{comb}(v, {cast}{value});",
+        f"{pad}  }}",
+        f"{pad}}} else {{",
+        f"{pad}  for (int64_t k = {start}; k < k1; k += {gap}) {{",
+        f"{pad}    gompute_unravel<{n + 1}>(layout.red_shape, layout.red, layout.red_ndim, k, off, nullptr);",
+        f"{pad}    v = {sym}_{comb}(v, {cast}{strided});",
+        f"{pad}  }}",
+        f"{pad}}}",
     ]
 
 
@@ -112,14 +124,7 @@ def _gpu_head(unit, entry, structs) -> str:
 def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
     sym, a, t, n = unit.name, value_ctype(unit.acc), tree_type(unit), len(unit.in_storage)
     entries = {e.kind: e for e in unit.entry_points()}
-    strided = mapped(unit, call_name, [f"in{k}[at[{k}] + off[{k}]]" for k in range(n)])
-    column = mapped(unit, call_name, [f"in{k}[at[{k}] + off[{k}] + l]" for k in range(n)])
     indices = [f"    int64_t at[{n + 1}], off[{n + 1}];"]
-    # Along one reduced dimension, a thread loads GPU_LOADS elements (`gap` apart) before it combines
-    # them, in the same order as one at a time: a load a thread in flight does not fill the memory's pipe.
-    rows_ahead = _loads_ahead(unit, call_name, "blockDim.x", "", "comb", f"({a})")
-    columns_ahead = _loads_ahead(unit, call_name, "R", " + l", "tcomb", f"({t})")
-    group_ahead = _loads_ahead(unit, call_name, "g", "", "comb", f"({a})", " " * 12)
     return [
         _SHFL[backend],
         *_GPU_SHUFFLE.strip("\n").splitlines(),
@@ -138,16 +143,7 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         f"      int64_t at[{n + 1}], off[{n + 1}];",
         "      if (m < rows) {",
         f"        gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m, at, nullptr);",
-        "        if (layout.red_ndim == 1) {",
-        f"          for (int64_t k = lane; k < k1; k += {GPU_LOADS} * g) {{",
-        *group_ahead,
-        "          }",
-        "        } else {",
-        "          for (int64_t k = lane; k < k1; k += g) {",
-        f"            gompute_unravel<{n + 1}>(layout.red_shape, layout.red, layout.red_ndim, k, off, nullptr);",
-        f"            v = {sym}_comb(v, {strided});",
-        "          }",
-        "        }",
+        *_thread_loop(unit, call_name, "lane", "g", "", "comb", f"({a})", " " * 8),
         "      }",
         f"      {t} r = ({t})v;",
         f"      for (int d = g / 2; d > 0; d /= 2) r = {sym}_tcomb(r, gompute_shfl_down(r, d, g));",
@@ -163,16 +159,7 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         *indices,
         f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m, at, nullptr);",
         f"    {a} v = {unit.identity};",
-        "    if (layout.red_ndim == 1) {",
-        f"      for (int64_t k = k0 + threadIdx.x; k < k1; k += {GPU_LOADS} * (int64_t)blockDim.x) {{",
-        *rows_ahead,
-        "      }",
-        "    } else {",
-        "      for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) {",
-        f"        gompute_unravel<{n + 1}>(layout.red_shape, layout.red, layout.red_ndim, k, off, nullptr);",
-        f"        v = {sym}_comb(v, {strided});",
-        "      }",
-        "    }",
+        *_thread_loop(unit, call_name, "k0 + threadIdx.x", "(int64_t)blockDim.x", "", "comb", f"({a})", " " * 4),
         f"    const {t} r = {sym}_block(({t})v);",
         "    if (threadIdx.x == 0) {",
         "      if (layout.chunks == 1)",
@@ -204,15 +191,8 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         "    const int64_t k0 = kc * layout.chunk;",
         "    const int64_t k1 = k0 + layout.chunk < layout.red_count ? k0 + layout.chunk : layout.red_count;",
         f"    {t} v = ({t}){unit.identity};",
-        "    if (r < R && layout.red_ndim == 1) {",
-        f"      for (int64_t k = k0 + r; k < k1; k += {GPU_LOADS} * R) {{",
-        *columns_ahead,
-        "      }",
-        "    } else if (r < R) {",
-        "      for (int64_t k = k0 + r; k < k1; k += R) {",
-        f"        gompute_unravel<{n + 1}>(layout.red_shape, layout.red, layout.red_ndim, k, off, nullptr);",
-        f"        v = {sym}_tcomb(v, ({t}){column});",
-        "      }",
+        "    if (r < R) {",
+        *_thread_loop(unit, call_name, "k0 + r", "R", " + l", "tcomb", f"({t})", " " * 6),
         "    }",
         "    if (R > 1) {  // the same R for the whole block: its barriers meet every thread",
         "      lanes[threadIdx.x] = v;",
