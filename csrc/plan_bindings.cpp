@@ -121,7 +121,7 @@ py::tuple plan_reduce(const std::vector<const Buffer*>& inputs, const Buffer& ou
     case plan::ReduceStatus::partial_elements:
       raise(ErrorKind::ArgumentError, "an array's strides are not whole elements of its type");
   }
-  return py::make_tuple(p.columns ? "columns" : "rows", p.first_blocks, p.finish_blocks, p.partials,
+  return py::make_tuple(plan::entry_name(p.entry), p.first_blocks, p.finish_blocks, p.partials,
                         py::bytes(p.layout));
 }
 
@@ -176,24 +176,25 @@ void bind_planner(py::module_& m) {
                                 "How a reduction's work is cut into items and blocks on one device (planner.h).")
       .def(py::init([](bool gpu, int64_t block, int64_t row_chunk, int64_t column_rows, int64_t column_width,
                        int64_t block_elements, int64_t finish_partials, int64_t gpu_items, int64_t gpu_partials,
-                       int64_t gpu_max_blocks, int64_t gpu_thread_rows, int64_t gpu_group_rows, int64_t gpu_group) {
+                       int64_t gpu_max_blocks, int64_t gpu_thread_rows, int64_t gpu_group_rows, int64_t gpu_group,
+                       int64_t gpu_pack) {
              for (int64_t v : {block, row_chunk, column_rows, column_width, block_elements, finish_partials, gpu_items,
-                               gpu_partials, gpu_max_blocks, gpu_thread_rows, gpu_group_rows, gpu_group})
+                               gpu_partials, gpu_max_blocks, gpu_thread_rows, gpu_group_rows, gpu_group, gpu_pack})
                if (v < 1) raise(ErrorKind::ArgumentError, "ReduceRules: every count is at least 1");
              if (block % gpu_group) raise(ErrorKind::ArgumentError, "ReduceRules: gpu_group must divide block");
              return plan::ReduceRules{gpu,           block,     row_chunk,    column_rows,    column_width,
                                       block_elements, finish_partials, gpu_items, gpu_partials, gpu_max_blocks,
-                                      gpu_thread_rows, gpu_group_rows, gpu_group};
+                                      gpu_thread_rows, gpu_group_rows, gpu_group, gpu_pack};
            }),
            py::kw_only(), py::arg("gpu"), py::arg("block"), py::arg("row_chunk"), py::arg("column_rows"),
            py::arg("column_width"), py::arg("block_elements"), py::arg("finish_partials"), py::arg("gpu_items"),
            py::arg("gpu_partials"), py::arg("gpu_max_blocks"), py::arg("gpu_thread_rows"), py::arg("gpu_group_rows"),
-           py::arg("gpu_group"))
+           py::arg("gpu_group"), py::arg("gpu_pack"))
       .def_readonly("gpu", &plan::ReduceRules::gpu)
       .def_readonly("block", &plan::ReduceRules::block);
   m.def("plan_reduce", plan_reduce, py::arg("inputs"), py::arg("out"), py::arg("axes"), py::arg("keepdims"),
         py::arg("rules"),
-        "(entry kind 'rows' or 'columns', first launch's blocks (0: none), finish's blocks, partials, layout "
+        "(entry kind 'rows', 'columns' or 'packed', first launch's blocks (0: none), finish's blocks, partials, layout "
         "argument) of reducing the inputs into out over the sorted non-negative axes of their broadcast shape.");
 }
 

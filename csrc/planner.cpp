@@ -233,7 +233,35 @@ Cut gpu_cut(const ReduceRules& r, bool columns, int64_t cols, int64_t kept_count
   return c;
 }
 
+// Whether a GPU's block items may read packs of rules.gpu_pack elements: one reduced dimension, of
+// stride 1 in every input, each input's elements aligned to their size, and every item's first
+// element at the same place in a pack in every input. That holds where the inputs' first elements
+// are and each kept stride is the same in every input up to a multiple of the pack: the items'
+// offsets then are too, and the chunks between them are the same count of elements in each.
+bool packable(const Array* arrays, int count, const Walk& kept, const Walk& red, const ReduceRules& rules) {
+  const int64_t v = rules.gpu_pack;
+  if (!rules.gpu || v < 2 || red.size() != 1) return false;
+  auto phase = [v](int64_t x) { return (x % v + v) % v; };
+  auto first = [](const Array& a) { return int64_t(a.address / uint64_t(a.itemsize)); };
+  for (int a = 0; a < count; ++a) {
+    const Array& in = arrays[a];
+    if (red.stride(0, a) != 1 || in.address % uint64_t(in.itemsize) || phase(first(in)) != phase(first(arrays[0])))
+      return false;
+    for (int i = 0; i < kept.size(); ++i)
+      if (phase(kept.stride(i, a)) != phase(kept.stride(i, 0))) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+const char* entry_name(ReduceEntry e) {
+  switch (e) {
+    case ReduceEntry::columns: return "columns";
+    case ReduceEntry::packed: return "packed";
+    default: return "rows";
+  }
+}
 
 size_t reduce_layout_nbytes(int count) {
   return 8 * (2 + 2 * size_t(kMaxStridedDims) + 2 * size_t(kMaxStridedDims) * (1 + size_t(count)) + 7);
@@ -283,8 +311,11 @@ ReduceStatus plan_reduce(const Array* arrays, int count, const int64_t* shape, i
     inner_kept = inner_kept && kept.stride(kept.size() - 1, a) == 1;
     inner_red = inner_red && red.stride(red.size() - 1, a) == 1;
   }
-  plan.columns = inner_kept && !inner_red;
-  const Cut cut = (rules.gpu ? gpu_cut : host_cut)(rules, plan.columns, cols, kept_count, red_count);
+  const bool columns = inner_kept && !inner_red;
+  const Cut cut = (rules.gpu ? gpu_cut : host_cut)(rules, columns, cols, kept_count, red_count);
+  plan.entry = columns                                                            ? ReduceEntry::columns
+               : cut.per_block == 1 && packable(arrays, count, kept, red, rules) ? ReduceEntry::packed
+                                                                                  : ReduceEntry::rows;
   plan.first_blocks = ceil_div(cut.items, cut.per_block);
   // One item a result: the first launch stores the results (the entries read chunks == 1 from the
   // layout), with no partials and no finish after it.

@@ -154,13 +154,20 @@ struct ReduceRules {
   int64_t gpu_thread_rows = 1; // GPU rows of at most this many elements take a thread each, not a block
   int64_t gpu_group_rows = 1;  // and rows of at most this many a group of gpu_group threads each
   int64_t gpu_group = 1;       // threads of such a group (a divisor of `block` and of the warp's size)
+  int64_t gpu_pack = 1;        // GPU: elements of each input a packed load moves (1: no packed entry)
 };
 
-// A reduction's launches: the first's entry (`rows` or `columns`) and blocks (0: no first launch,
-// the finish writes the identity), the finish's blocks (0: none, the first launch stores the
-// results, one item each), the partials passed between them, and the layout argument both take.
+// A reduction's first entry: `packed` is `rows` on a GPU where every input is contiguous along the
+// one reduced dimension and each item starts at the same element of a pack in every input.
+enum class ReduceEntry { rows, columns, packed };
+constexpr int kReduceEntries = 3;
+const char* entry_name(ReduceEntry e);
+
+// A reduction's launches: the first's entry and blocks (0: no first launch, the finish writes the
+// identity), the finish's blocks (0: none, the first launch stores the results, one item each), the
+// partials passed between them, and the layout argument both take.
 struct ReducePlan {
-  bool columns = false;
+  ReduceEntry entry = ReduceEntry::rows;
   int64_t first_blocks = 0, finish_blocks = 0, partials = 0;
   int kept_dims = 0, reduced_dims = 0;  // after merging; each at most kMaxStridedDims when planned
   std::string layout;                   // gompute_reduce_layout<inputs + 1>, all int64

@@ -76,7 +76,10 @@ void FastReduce::remember(const std::string& inputs, char out, const std::string
                           const Kernel& finish, const plan::ReduceRules& rules, size_t partial_size) {
   const Context* ctx = first.context();
   if (!ctx || finish.context() != ctx) return;
-  if (kind != "rows" && kind != "columns") throw py::value_error("remember: kind is 'rows' or 'columns', not '" + kind + "'");
+  int entry = 0;
+  while (entry < plan::kReduceEntries && kind != plan::entry_name(plan::ReduceEntry(entry))) ++entry;
+  if (entry == plan::kReduceEntries)
+    throw py::value_error("remember: kind is 'rows', 'columns' or 'packed', not '" + kind + "'");
   const std::string signature = inputs + out;
   auto same = [&](const Launch& l) {
     return l.signature == signature && l.kind == ctx->kind() && l.ordinal == ctx->ordinal();
@@ -89,7 +92,7 @@ void FastReduce::remember(const std::string& inputs, char out, const std::string
   else if (it->context.get() != ctx)  // of a runtime shut down since
     *it = std::move(fresh);
   // A call in flight holds its own references to the kernels it replaces.
-  it->first[kind == "columns"] = std::make_shared<Kernel>(first);
+  it->first[entry] = std::make_shared<Kernel>(first);
 }
 
 void FastReduce::remember_output(const std::string& inputs, py::object type, py::object make, py::tuple args,
@@ -167,7 +170,7 @@ py::object FastReduce::call(PyObject* args, PyObject* kwargs) {
   if (o.count() == 0) return result;
   plan::ReducePlan plan;
   if (plan::plan_reduce(arrays, arity_, shape, ndim, reduced, keepdims, found->rules, plan) != plan::ReduceStatus::ok ||
-      !found->first[plan.columns] || plan.first_blocks > 0x7fffffff || plan.finish_blocks > 0x7fffffff)
+      !found->first[int(plan.entry)] || plan.first_blocks > 0x7fffffff || plan.finish_blocks > 0x7fffffff)
     return py::object();
   launch(*found, inputs, o, plan, params);
   if (o.torch_tensor() && out) count_write(out);
@@ -212,7 +215,7 @@ void FastReduce::launch(const Launch& found, const ArrayView* inputs, const Arra
   const Dim3 block{uint32_t(found.rules.block), 1, 1};
   const Dim3 first_grid{uint32_t(plan.first_blocks), 1, 1}, finish_grid{uint32_t(plan.finish_blocks), 1, 1};
   // Own references: a big host launch lets other threads run, and remember() may replace the entry.
-  const std::shared_ptr<Kernel> first = found.first[plan.columns], finish = found.finish;
+  const std::shared_ptr<Kernel> first = found.first[int(plan.entry)], finish = found.finish;
   auto run = [&] {
     if (plan.first_blocks) first->launch(first_grid, block, 0, first_args, first_sizes, count, out.stream(), host);
     if (plan.finish_blocks) finish->launch(finish_grid, block, 0, finish_args, finish_sizes, 3, out.stream(), host);

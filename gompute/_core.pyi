@@ -214,6 +214,7 @@ class ReduceRules(metaclass=_pybind11_type):
         gpu_thread_rows: int,
         gpu_group_rows: int,
         gpu_group: int,
+        gpu_pack: int,
     ) -> None: ...
     @property
     def gpu(self) -> bool: ...

@@ -190,6 +190,18 @@ def _host_columns(unit, structs, call_name: str) -> list[str]:
     ]
 
 
+def _host_packed(entries) -> list[str]:
+    """The packed entry, where the unit has one: the planner takes it on GPUs only, and the host's
+    rows loops read contiguous rows in vectors already, so here it is the rows entry."""
+    if "packed" not in entries:
+        return []
+    e, rows = entries["packed"], entries["rows"]
+    return [
+        f"GOMPUTE_HOST_ARITY({e.symbol}, {e.arity});",
+        f"GOMPUTE_HOST_KERNEL({e.symbol}) {{ {rows.symbol}(launch); }}",
+    ]
+
+
 def _host_entries(unit, structs, call_name: str) -> list[str]:
     sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
     entries = {e.kind: e for e in unit.entry_points()}
@@ -252,6 +264,7 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
         *host_lane_rows(unit, structs, call_name),
         *_host_columns(unit, structs, call_name),
         *first_pass("rows", "layout.kept_count * layout.chunks", rows_body),
+        *_host_packed(entries),
         *first_pass("columns", COLUMN_ITEMS, columns_body),
         "// Results [m, m + L): each one's partials pairwise.",
         "template <int L>",

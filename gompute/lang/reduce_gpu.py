@@ -16,11 +16,14 @@ from .reduce_layout import (
     COLUMN_ITEMS,
     GPU_FINISH_RUN,
     GPU_LOADS,
+    GPU_PACK_LOADS,
     layout_type,
     mapped,
+    pack_elements,
     store_result,
     tree_type,
 )
+from .typing_rules import concrete
 
 GPU_BLOCKS_AN_SM = 2  # the entries' launch bound's least blocks an SM (_gpu_head)
 
@@ -38,6 +41,32 @@ GOMPUTE_FN int64_t gompute_shfl_down(int64_t v, int d, int w) {
 }
 GOMPUTE_FN uint64_t gompute_shfl_down(uint64_t v, int d, int w) {
   return (uint64_t)GOMPUTE_SHFL_DOWN((long long)v, d, w);
+}
+// Element u of a chunk a packed load read (the preludes' gompute_rawB), from its 32-bit words by
+// shifts: hiprtc (ROCm 5.2) keeps a struct of 1- or 2-byte elements over the chunk in scratch, and
+// reads every lane of a vector of them as lane 0.
+GOMPUTE_FN uint32_t gompute_chunk_word(gompute_raw16 c, int i) {
+  return i == 0 ? c.x : i == 1 ? c.y : i == 2 ? c.z : c.w;
+}
+GOMPUTE_FN uint32_t gompute_chunk_word(gompute_raw8 c, int i) { return i == 0 ? c.x : c.y; }
+GOMPUTE_FN uint32_t gompute_chunk_word(gompute_raw4 c, int) { return c; }
+GOMPUTE_FN uint32_t gompute_chunk_word(gompute_raw2 c, int) { return c; }
+// Lane u of S bytes, as the unsigned integer of S bytes.
+template <int S> struct gompute_bytes {};
+template <typename R> GOMPUTE_FN uint8_t gompute_chunk_lane(gompute_bytes<1>, R c, int u) {
+  return (uint8_t)(gompute_chunk_word(c, u / 4) >> (8 * (u % 4)));
+}
+template <typename R> GOMPUTE_FN uint16_t gompute_chunk_lane(gompute_bytes<2>, R c, int u) {
+  return (uint16_t)(gompute_chunk_word(c, u / 2) >> (16 * (u % 2)));
+}
+template <typename R> GOMPUTE_FN uint32_t gompute_chunk_lane(gompute_bytes<4>, R c, int u) {
+  return gompute_chunk_word(c, u);
+}
+template <typename R> GOMPUTE_FN uint64_t gompute_chunk_lane(gompute_bytes<8>, R c, int u) {
+  return (uint64_t)gompute_chunk_word(c, 2 * u) | (uint64_t)gompute_chunk_word(c, 2 * u + 1) << 32;
+}
+template <typename T, typename R> GOMPUTE_FN T gompute_chunk_element(R c, int u) {
+  return __builtin_bit_cast(T, gompute_chunk_lane(gompute_bytes<sizeof(T)>(), c, u));
 }
 GOMPUTE_FN uint64_t gompute_block_linear() {
   return blockIdx.x + (uint64_t)gridDim.x * (blockIdx.y + (uint64_t)gridDim.y * blockIdx.z);
@@ -96,11 +125,89 @@ def _thread_loop(unit, call_name: str, start: str, gap: str, shift: str, comb: s
         f"{pad}      if ({kj} < k1) v = {sym}_{comb}(v, {cast}{value});",
         f"{pad}  }}",
         f"{pad}}} else {{",
+        f"{pad}  int64_t off[{n + 1}];",
         f"{pad}  for (int64_t k = {start}; k < k1; k += {gap}) {{",
         f"{pad}    gompute_unravel<{n + 1}>(layout.red_shape, layout.red, layout.red_ndim, k, off, nullptr);",
         f"{pad}    v = {sym}_{comb}(v, {cast}{strided});",
         f"{pad}  }}",
         f"{pad}}}",
+    ]
+
+
+def _packed_loop(unit, entry, call_name: str) -> list[str]:
+    """An item's elements [k0, k1) along one reduced dimension, contiguous in every input and at
+    the same element of a pack in each (the planner's packable): the h elements before the first
+    pack boundary a thread each, then thread t takes packs t, t + block, ..., GPU_PACK_LOADS of them
+    loaded at once (its last ones one at a time) and combined element by element in order, then the
+    last (< V) elements a thread each.
+    A pack is one load of the preludes' raw chunk type (as g.map's vectors, lang/entries.py), its
+    alignment checked where the text runs on the CPU."""
+    sym, n, v, a = unit.name, len(unit.in_storage), pack_elements(unit), value_ctype(unit.acc)
+    types = [storage_ctype(st) for st in unit.in_storage]
+    raws = [f"gompute_raw{v * concrete(st).itemsize}" for st in unit.in_storage]
+    one = lambda k: mapped(unit, call_name, [f"in{i}[at[{i}] + {k}]" for i in range(n)])  # noqa: E731
+    loads = []
+    for i, raw in enumerate(raws):
+        at = f"p{i} + (k + j * b) * {v}"
+        loads += [
+            f'GOMPUTE_VECTOR_CHECK({at}, sizeof({raw}), "{entry.symbol}", "in{i}");',
+            f"s{i}[j] = *(const {raw}*)({at});",
+        ]
+    # One statement an element, not a loop: a chunk indexed at run time would live in local memory.
+    elements = [[f"gompute_chunk_element<{types[i]}>(s{i}[j], {u})" for i in range(n)] for u in range(v)]
+    combines = [f"v = {sym}_comb(v, ({a}){mapped(unit, call_name, e)});" for e in elements]
+    return [
+        "    const int64_t b = blockDim.x, t = threadIdx.x;",
+        f"    const int64_t phase = (int64_t)((uint64_t)(in0 + at[0] + k0) / sizeof({types[0]}) % {v});",
+        f"    const int64_t h = ({v} - phase) % {v} < k1 - k0 ? ({v} - phase) % {v} : k1 - k0;",
+        f"    const int64_t packs = (k1 - k0 - h) / {v}, rest = k0 + h + packs * {v};",
+        f"    if (t < h) v = {sym}_comb(v, ({a}){one('k0 + t')});",
+        *(f"    const {c}* p{i} = in{i} + at[{i}] + k0 + h;" for i, c in enumerate(types)),
+        "    int64_t k = t;",
+        f"    for (; k + {GPU_PACK_LOADS - 1} * b < packs; k += {GPU_PACK_LOADS} * b) {{",
+        *(f"      {raw} s{i}[{GPU_PACK_LOADS}];" for i, raw in enumerate(raws)),
+        "#pragma unroll",
+        f"      for (int j = 0; j < {GPU_PACK_LOADS}; ++j) {{",
+        *(f"        {line}" for line in loads),
+        "      }",
+        "#pragma unroll",
+        f"      for (int j = 0; j < {GPU_PACK_LOADS}; ++j) {{",
+        *(f"        {line}" for line in combines),
+        "      }",
+        "    }",
+        "    for (; k < packs; k += b) {  // the thread's last packs, fewer than its loads at once",
+        *(f"      {raw} s{i}[1];" for i, raw in enumerate(raws)),
+        "      const int j = 0;",
+        *(f"      {line}" for line in loads),
+        *(f"      {line}" for line in combines),
+        "    }",
+        f"    if (rest + t < k1) v = {sym}_comb(v, ({a}){one('rest + t')});",
+    ]
+
+
+def _block_items(unit, loop: list[str]) -> list[str]:
+    """Block by block over the items (each a result's reduced elements [k0, k1)): `loop` combines
+    the thread's share into v, the block its threads' values, and thread 0 stores the item's
+    partial, or the result where the item is the only one."""
+    sym, n, t = unit.name, len(unit.in_storage), tree_type(unit)
+    return [
+        "  const int64_t items = layout.kept_count * layout.chunks;",
+        "  for (int64_t i = gompute_block_linear(); i < items; i += (int64_t)gridDim.x * gridDim.y * gridDim.z) {",
+        "    const int64_t m = i / layout.chunks, k0 = i % layout.chunks * layout.chunk;",
+        "    const int64_t k1 = k0 + layout.chunk < layout.red_count ? k0 + layout.chunk : layout.red_count;",
+        f"    int64_t at[{n + 1}];",
+        f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m, at, nullptr);",
+        f"    {value_ctype(unit.acc)} v = {unit.identity};",
+        *loop,
+        f"    const {t} r = {sym}_block(({t})v);",
+        "    if (threadIdx.x == 0) {",
+        "      if (layout.chunks == 1)",
+        f"        {store_result(unit, f'out[at[{n}]]', 'r')}",
+        "      else",
+        "        partials[gompute_partial(layout, i)] = r;",
+        "    }",
+        "  }",
+        "}",
     ]
 
 
@@ -124,7 +231,15 @@ def _gpu_head(unit, entry, structs) -> str:
 def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
     sym, a, t, n = unit.name, value_ctype(unit.acc), tree_type(unit), len(unit.in_storage)
     entries = {e.kind: e for e in unit.entry_points()}
-    indices = [f"    int64_t at[{n + 1}], off[{n + 1}];"]
+    strided = _thread_loop(unit, call_name, "k0 + threadIdx.x", "(int64_t)blockDim.x", "", "comb", f"({a})", "    ")
+    packed = []
+    if "packed" in entries:
+        packed = [
+            "// The rows entry's block items where every input is contiguous along the one reduced dimension",
+            "// (csrc/planner.cpp's packable): a load moves a pack of elements, not one.",
+            _gpu_head(unit, entries["packed"], structs),
+            *_block_items(unit, _packed_loop(unit, entries["packed"], call_name)),
+        ]
     return [
         _SHFL[backend],
         *_GPU_SHUFFLE.strip("\n").splitlines(),
@@ -140,7 +255,7 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         "    for (int64_t first = gompute_block_linear() * layout.per_block; first < rows; first += groups) {",
         "      const int64_t m = first + threadIdx.x / g;",
         f"      {a} v = {unit.identity};",
-        f"      int64_t at[{n + 1}], off[{n + 1}];",
+        f"      int64_t at[{n + 1}];",
         "      if (m < rows) {",
         f"        gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m, at, nullptr);",
         *_thread_loop(unit, call_name, "lane", "g", "", "comb", f"({a})", " " * 8),
@@ -152,23 +267,8 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         "    }",
         "    return;",
         "  }",
-        "  const int64_t items = layout.kept_count * layout.chunks;",
-        "  for (int64_t i = gompute_block_linear(); i < items; i += (int64_t)gridDim.x * gridDim.y * gridDim.z) {",
-        "    const int64_t m = i / layout.chunks, k0 = i % layout.chunks * layout.chunk;",
-        "    const int64_t k1 = k0 + layout.chunk < layout.red_count ? k0 + layout.chunk : layout.red_count;",
-        *indices,
-        f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m, at, nullptr);",
-        f"    {a} v = {unit.identity};",
-        *_thread_loop(unit, call_name, "k0 + threadIdx.x", "(int64_t)blockDim.x", "", "comb", f"({a})", " " * 4),
-        f"    const {t} r = {sym}_block(({t})v);",
-        "    if (threadIdx.x == 0) {",
-        "      if (layout.chunks == 1)",
-        f"        {store_result(unit, f'out[at[{n}]]', 'r')}",
-        "      else",
-        "        partials[gompute_partial(layout, i)] = r;",
-        "    }",
-        "  }",
-        "}",
+        *_block_items(unit, strided),
+        *packed,
         "// Block by block over the items (a tile of w <= `width` results contiguous in every input, over the",
         "// reduced rows [k0, k1)): thread l + w r takes result m0 + l on rows k0 + r, k0 + r + R, ... (R rows a",
         "// step: the most a power of two of w threads fill of the block), so each row is read in whole lines;",
@@ -182,7 +282,7 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         "  for (int64_t i = gompute_block_linear(); i < items; i += (int64_t)gridDim.x * gridDim.y * gridDim.z) {",
         "    const int64_t kc = i % layout.chunks, t = i / layout.chunks % tiles;",
         "    const int64_t m0 = i / layout.chunks / tiles * cols + t * layout.width;",
-        *indices,
+        f"    int64_t at[{n + 1}];",
         f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m0, at, nullptr);",
         "    const int w = (int)(cols - t * layout.width < layout.width ? cols - t * layout.width : layout.width);",
         "    int R = 1;",

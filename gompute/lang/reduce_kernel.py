@@ -32,7 +32,7 @@ from .frontend import return_annotation
 from .kernel import Func, MapKernel, backend_name, compile_module
 from .module import EntryArg, EntryPoint, Specialization, module_source
 from .reduce_entries import reduce_entries_source
-from .reduce_layout import LAYOUT_ARRAYS
+from .reduce_layout import LAYOUT_ARRAYS, pack_elements
 from .typing_rules import concrete, converts_exactly, is_half
 
 COMBINES = ("+", "*", "min", "max", "&", "|", "^")
@@ -125,8 +125,12 @@ class ReduceSpecialization(Specialization):
         # and has no partials, nor a finish after it; with more, it writes partials for the finish.
         first = (*inputs, partials, out, layout, *params)
         finish = (partials, out, layout)
+        # `packed`: the rows entry's items on a GPU where every input is contiguous along the one
+        # reduced dimension (csrc/planner.cpp), read a pack of elements a load; none for inputs of 16 bytes.
+        packed = [EntryPoint(f"{self.name}__packed", "packed", first)] if pack_elements(self) > 1 else []
         return [
             EntryPoint(f"{self.name}__rows", "rows", first),
+            *packed,
             EntryPoint(f"{self.name}__columns", "columns", first),
             EntryPoint(f"{self.name}__finish", "finish", finish),
         ]

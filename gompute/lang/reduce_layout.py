@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..types import ScalarType
 from .codegen import storage_ctype, value_ctype
 from .entries import _read, _write
-from .typing_rules import unsigned_c
+from .typing_rules import concrete, unsigned_c
 
 LAYOUT_ARRAYS = 1  # layout rows beyond the inputs': the output's
 LEAF_ROWS = 8  # steps per lane in a leaf
@@ -39,6 +39,11 @@ NARROW_BLOCKS = 16  # period blocks a narrow columns item takes into its accumul
 DRAM_BYTES = 128 << 20
 GPU_ITEMS = 8  # a GPU rows item: elements per thread (grid-stride steps)
 GPU_LOADS = 8  # elements a GPU thread loads at once along one reduced dimension (reduce_gpu.py)
+# The GPU packed entry's loads: GPU_PACK_BYTES of the widest input (as many elements of each other)
+# a load, GPU_PACK_LOADS of them at once a thread: 64 bytes of it in flight a thread, where the rows
+# entry's GPU_LOADS single elements hold 8 bytes of i8, 16 of f16, 32 of f32.
+GPU_PACK_BYTES = 16
+GPU_PACK_LOADS = 4
 # A GPU row of SHORT_ROWS + 1 to GPU_GROUP * GPU_LOADS elements takes a group of GPU_GROUP threads (a
 # warp on CUDA, half a wavefront on AMD), which combine their values with shuffles: no block barrier.
 GPU_GROUP = 32
@@ -178,6 +183,12 @@ def mapped(unit, call_name: str, refs: list[str]) -> str:
     if unit.params_class is not None:
         args.append("params")
     return f"(({value_ctype(unit.acc)}){call_name}({', '.join(args)}))"
+
+
+def pack_elements(unit) -> int:
+    """Elements of each input a GPU packed load moves: GPU_PACK_BYTES of the widest input's (1:
+    the unit has no packed entry)."""
+    return max(1, GPU_PACK_BYTES // max(concrete(t).itemsize for t in unit.in_storage))
 
 
 def tree_type(unit) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 import gompute as g
 from gompute.lang.module import module_source
-from gompute.lang.reduce_layout import GPU_LOADS
+from gompute.lang.reduce_layout import GPU_LOADS, GPU_PACK_LOADS
 from gompute.reduce import AutoReduce, BoundReduce
 from tests.fakes import images
 
@@ -104,6 +104,64 @@ def test_loads_ahead_end_where_rows_and_columns_do(text, monkeypatch):
     np.testing.assert_allclose(dot(m, y[:100], axis=0), (m * y[:100]).sum(axis=0), rtol=1e-12)
 
 
+@g.reduce_kernel(identity=0)
+def weighted(x, w):
+    return x * w
+
+
+@pytest.fixture
+def entries(monkeypatch):
+    """The first entry of each reduction called from here on, in order (every call planned in
+    Python: none taught to the C++ path)."""
+    kinds, plan = [], BoundReduce.plan
+
+    def recorded(self, *args):
+        found = plan(self, *args)
+        kinds.append(found[0])
+        return found
+
+    monkeypatch.setattr(BoundReduce, "plan", recorded)
+    monkeypatch.setattr(AutoReduce, "learn", lambda *args: None)
+    return kinds
+
+
+@pytest.mark.parametrize("text", ["cuda", "hip"])
+def test_packed_items_start_and_end_anywhere_in_a_pack(text, monkeypatch, entries):
+    """Rows contiguous in every input take the packed entry (16 bytes of the widest input a load):
+    items that start at every element of a pack, of lengths that end anywhere in one and around a
+    block's loads of them (4 packs a thread), two items a result, rows whose lengths put each one's first
+    element elsewhere in a pack, and two inputs of one width and of two. Inputs that meet their
+    pack boundaries at different elements take the rows entry."""
+    monkeypatch.setattr(reduce_module, "_GPU_PARTIALS", 2)
+    total, largest, dot = on_gpu_text(K.total, text), on_gpu_text(K.largest, text), on_gpu_text(weighted, text)
+    for dtype, v in ((np.int8, 16), (np.bool_, 16), (np.int16, 8), (np.float32, 4), (np.int64, 2)):
+        x = RNG.integers(-100, 100, 4 * 256 * v + 3 * v).astype(dtype)
+        wide = np.float64 if dtype == np.float32 else np.int64
+        for start in range(v):
+            for n in (257, 256 + v, 4 * 256 * v - 1, len(x) - v):  # more than the short rows' 256
+                a = x[start : start + n]
+                assert total(a) == a.sum(dtype=wide), (dtype, start, n)
+                assert largest(a) == a.max(), (dtype, start, n)
+        rows = RNG.integers(-100, 100, (37, 301)).astype(dtype)
+        np.testing.assert_array_equal(total(rows, axis=1), rows.sum(axis=1, dtype=wide))
+        np.testing.assert_array_equal(largest(rows[:, 3:], axis=1), rows[:, 3:].max(axis=1))
+    h = RNG.standard_normal(3000).astype(np.float16)
+    np.testing.assert_array_equal(largest(h[5:]), h[5:].max())
+    assert set(entries) == {"packed"}, entries
+    i, j = RNG.integers(-100, 100, (2, 3001))
+    for x, w in ((i.astype(np.int16), j.astype(np.int32)), (i.astype(np.int32), j.astype(np.int32))):
+        for a, b, kind in (
+            (x[1:], w[1:], "packed"),
+            (x[:2996].reshape(7, 428)[:, :-1], w[:427], "packed"),  # rows 428 apart: 0 past a pack, as w's 0
+            (x[1:], w[:-1], "rows"),
+            (x[:2996].reshape(7, 428)[:, 1:], w[1:428], "packed"),
+            (x[:2996].reshape(4, 749)[:, :-1], w[:748], "rows"),  # rows 749 apart: 1 past a pack, w's 0
+        ):
+            entries.clear()
+            np.testing.assert_array_equal(dot(a, b, axis=-1), (a.astype(np.int64) * b).sum(axis=-1))
+            assert entries == [kind], (a.shape, a.strides, entries)
+
+
 @pytest.mark.parametrize("text", ["cuda", "hip"])
 def test_short_rows_take_a_thread_or_a_group_each(text, monkeypatch):
     """Rows of up to 16 elements are a thread's each, of up to 256 a group's of 32 threads (the
@@ -160,10 +218,20 @@ GPU_SPECS = [K.sumsq.variant((g.f32,)), K.total.variant((g.i8,)), K.dot64.varian
 GPU_SPECS += [K.extreme.variant((g.f64,)), K.largest.variant((g.f16,))]
 
 
-def _too_few_loads(spec, entry, loads: int) -> str | None:
-    """Why `entry`'s machine code does not load GPU_LOADS elements of each input at once, or None."""
-    want = GPU_LOADS * len(spec.in_storage) if entry.kind in ("rows", "columns") else 1
-    return None if loads >= want else f"{entry.symbol}: {loads} loads, {want} wanted"
+def _too_few_loads(spec, entry, loads: list[str], wide: str) -> str | None:
+    """Why `entry`'s machine code (its global loads' opcodes) does not load as its text means, or
+    None: GPU_LOADS elements of each input at once in rows and columns; in packed (GPU_SPECS' inputs
+    are of one width) GPU_PACK_LOADS 16-byte chunks (`wide`) of each, and single elements only at
+    an item's two ends (hiprtc once read each chunk of bytes as one byte, sixteen times)."""
+    n = len(spec.in_storage)
+    if entry.kind == "packed":
+        chunks = loads.count(wide)
+        if chunks < GPU_PACK_LOADS * n or len(loads) - chunks > 2 * n:
+            want = f"{GPU_PACK_LOADS * n} and <= {2 * n} others wanted"
+            return f"{entry.symbol}: {chunks} chunk loads of {len(loads)}, {want}"
+        return None
+    want = GPU_LOADS * n if entry.kind in ("rows", "columns") else 1
+    return None if len(loads) >= want else f"{entry.symbol}: {len(loads)} loads, {want} wanted"
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90", "newest"])
@@ -178,7 +246,7 @@ def test_the_cuda_entries_keep_everything_in_registers(arch):
         for entry in spec.entry_points():
             f = functions[entry.symbol]
             assert not f.local_accesses(), (entry.symbol, [str(i) for i in f.local_accesses()])
-            assert _too_few_loads(spec, entry, len(f.find("LDG"))) is None
+            assert _too_few_loads(spec, entry, [i.opcode for i in f.find("LDG")], "LDG.E.128") is None
 
 
 @pytest.mark.parametrize("arch", ["gfx90a", "gfx1030"])
@@ -196,6 +264,7 @@ def test_the_hip_entries_keep_everything_in_registers(arch):
             k = kernels[entry.symbol]
             assert (k.spills, k.scratch, k.dynamic_stack, k.scratch_accesses()) == (0, 0, False, []), k
             assert k.max_block == spec.block_size, entry.symbol
-            assert _too_few_loads(spec, entry, len(k.find("global_load"))) is None
+            loads = [i.split(" ", 1)[0] for i in k.find("global_load")]
+            assert _too_few_loads(spec, entry, loads, "global_load_dwordx4") is None
             if entry.kind == "rows":
                 assert k.find("ds_bpermute") and k.find("ds_write") and k.find("s_barrier"), entry.symbol

@@ -28,15 +28,19 @@ RULES = dict(
     gpu_thread_rows=16,
     gpu_group_rows=256,
     gpu_group=32,
+    gpu_pack=1,
 )
 
 
-def _plan(x, axes, keepdims=False, out=None, **rules):
-    kept = [n for d, n in enumerate(x.shape) if d not in axes]
-    shape = [1 if d in axes else n for d, n in enumerate(x.shape)] if keepdims else kept
+def _plan(x, axes, keepdims=False, out=None, inputs=(), **rules):
+    """The plan of reducing x (and `inputs` broadcast with it) over `axes`."""
+    arrays = [x, *inputs]
+    full = np.broadcast_shapes(*(a.shape for a in arrays))
+    kept = [n for d, n in enumerate(full) if d not in axes]
+    shape = [1 if d in axes else n for d, n in enumerate(full)] if keepdims else kept
     out = np.empty(shape, np.float32) if out is None else out
     return _core.plan_reduce(
-        [asbuffer(x)], asbuffer(out), list(axes), keepdims, _core.ReduceRules(**{**RULES, **rules})
+        [asbuffer(a) for a in arrays], asbuffer(out), list(axes), keepdims, _core.ReduceRules(**{**RULES, **rules})
     )
 
 
@@ -121,6 +125,32 @@ def test_gpu_short_rows_take_a_thread_or_a_group_each():
         _, _, chunk, chunks, _, got, _ = _layout(layout, 2)["work"]
         assert kind == "rows" and (first, finish, partials) == (blocks, 0, 0), width
         assert (chunk, chunks, got) == (width, 1, per_block), width
+
+
+def test_gpu_rows_contiguous_in_every_input_read_packs():
+    """On a GPU whose unit has packs (gpu_pack > 1), rows longer than a group's, with one reduced
+    dimension of stride 1 in every input (after merging), take `packed` where every item starts at
+    the same element of a pack in every input; the rest take `rows`."""
+    packs = dict(gpu=True, gpu_pack=4)
+    x = np.zeros((64, 1001), np.float32)  # rows a pack and 1 apart: each row's head differs
+    for a, axes in ((x, [1]), (x[:, 1:], [1]), (x[::-3, 5:], [1]), (x[:63].reshape(9, 7, 1001), [1, 2])):
+        assert _plan(a, axes, **packs)[0] == "packed", (a.shape, a.strides, axes)
+    assert _plan(x, [1], gpu=True)[0] == "rows"  # no packs
+    assert _plan(x, [1], gpu=False, gpu_pack=4)[0] == "rows"  # the host's rows read vectors already
+    assert _plan(x[:, ::2], [1], **packs)[0] == "rows"  # strided
+    assert _plan(x[:, ::-1], [1], **packs)[0] == "rows"
+    assert _plan(x[:, :256], [1], **packs)[0] == "rows"  # short rows: a group of threads each
+    assert _plan(x[:, :257], [1], **packs)[0] == "packed"
+    assert _plan(x, [0], **packs)[0] == "columns"
+    assert _plan(x[:, :999].reshape(64, 27, 37), [0, 2], **packs)[0] == "rows"  # two reduced dimensions
+    odd = np.frombuffer(bytearray(4 * 1001 + 1), np.float32, 1001, offset=1)  # elements not 4-byte aligned
+    assert _plan(odd, [0], **packs)[0] == "rows"
+    y = np.zeros(1001, np.float32)
+    assert _plan(x[0, 1:], [0], inputs=[y[1:]], **packs)[0] == "packed"
+    assert _plan(x[0, 1:], [0], inputs=[y[:-1]], **packs)[0] == "rows"  # first elements in different places
+    assert _plan(x, [1], inputs=[y], **packs)[0] == "rows"  # x's rows move 1 past a pack, y's stays put
+    assert _plan(x[:, :1000], [1], inputs=[y[:1000]], **packs)[0] == "rows"
+    assert _plan(np.zeros((64, 1000), np.float32), [1], inputs=[y[:1000]], **packs)[0] == "packed"
 
 
 def test_gpu_finish_takes_a_block_a_result_where_few_have_many_partials():
