@@ -1,7 +1,8 @@
 """gpu_check.py's reduction scenarios: g.reduce's read bandwidth over 1e8 f32 on Buffers beside the
-device-to-device copy of the same bytes in the same run, its rows and columns of a square and rows
-of four (a thread a row), and its sum beside cupy.sum and torch.sum where those are installed;
-every result checked against NumPy's f64 sum.
+device-to-device copy of the same bytes in the same run, the same for a sum of the values as f16
+(16-byte packed loads matter most for narrow types), its rows and columns of a square and rows of
+four (a thread a row), and its sum beside cupy.sum and torch.sum where those are installed; every
+result checked against NumPy's f64 sum.
 
 gpu_check.py calls `reduce_scenarios(gpu, check)`; tests/map/test_gpu_check.py calls it with a
 small `n` on the fake driver. A sum reads its n elements once where the copy reads n and writes n,
@@ -61,6 +62,22 @@ class _Reference:
         return worst
 
 
+@g.reduce_kernel(identity=0)
+def any_sum(x):  # NumPy's accumulator rules: an f16 sum in f32, rounded to f16 at the end
+    return x
+
+
+def _check_half(half: np.ndarray, got) -> float:
+    """The error of an f16 sum against the f64 sum of the same f16 values, over its bound: the f32
+    sum's (tolerance) plus the final rounding to f16, half an f16 epsilon of the sum."""
+    x = half.astype(np.float64)
+    want, scale = x.sum(), np.abs(x).sum()
+    bound = tolerance(half.size) * scale + abs(want) * float(np.finfo(np.float16).eps) / 2
+    worst = abs(float(got) - want) / bound
+    assert worst <= 1, f"f16 sum: off NumPy's f64 sum by {worst:.1f}x its bound {bound:.3g}"
+    return worst
+
+
 def _host_timed(fn):
     """`fn` wrapped to record the host's time in each call: where that passes the GPU's time a call,
     the event timing measured the host's submission, not the GPU's reading."""
@@ -86,7 +103,7 @@ def reduce_scenarios(gpu, check, n: int = N, calls: int = 20, repeats: int = 7) 
     (cupy, no_cupy), (torch, no_torch) = frameworks()
     figures, side = check.figures, math.isqrt(n)
     assert side * side == n, f"n={n} is not a square"
-    sum_k, sumsq_k = g.reduce(total), g.reduce(sumsq)
+    sum_k, sumsq_k, half_k = g.reduce(total), g.reduce(sumsq), g.reduce(any_sum)
     timing = {"calls": calls, "repeats": repeats}
 
     @functools.cache
@@ -98,8 +115,9 @@ def reduce_scenarios(gpu, check, n: int = N, calls: int = 20, repeats: int = 7) 
     def buffers():
         first = gpu.empty((2, 64), g.f32)
         first.upload(np.ones((2, 64), np.float32))
-        for k in (sum_k, sumsq_k):  # compiled and loaded before the big buffers exist
+        for k in (sum_k, sumsq_k, half_k):  # compiled and loaded before the big buffers exist
             k(first)
+        half_k(gpu.empty((2, 64), g.f16))
         stream, (host, reference) = gpu.create_stream(), data()
         with gpu.empty((n,), g.f32) as x, gpu.empty((n,), g.f32) as copy:
             x.upload(host)
@@ -118,6 +136,13 @@ def reduce_scenarios(gpu, check, n: int = N, calls: int = 20, repeats: int = 7) 
             ms["sumsq"] = event_ms(gpu, stream, lambda: sumsq_k(x, out=scalar), **timing)
             stream.synchronize()
             worst["sumsq"] = reference.check("sumsq", _download(scalar))
+            halves = host.astype(np.float16)
+            with gpu.empty((n,), g.f16) as half, gpu.empty((), g.f16) as half_sum:
+                half.upload(halves)
+                half.stream = half_sum.stream = stream
+                ms["f16"] = event_ms(gpu, stream, lambda: half_k(half, out=half_sum), **timing)
+                stream.synchronize()
+                worst["f16"] = _check_half(halves, _download(half_sum, np.float16))
             for what, array, axis, out in (
                 ("rows", square, 1, rows),
                 ("columns", square, 0, columns),
@@ -132,7 +157,8 @@ def reduce_scenarios(gpu, check, n: int = N, calls: int = 20, repeats: int = 7) 
         return (
             f"{n:.0e} f32 Buffers: copy {2 * read(ms['copy']):.0f} GB/s (read + write); g.reduce sum reads "
             f"{read(ms['sum']):.0f} GB/s ({ms['copy'] / (2 * ms['sum']):.2f}x copy), sum of squares "
-            f"{read(ms['sumsq']):.0f} GB/s; ({side}, {side}) rows {ms['rows'] / ms['sum']:.2f}x, columns "
+            f"{read(ms['sumsq']):.0f} GB/s, f16 sum {read(ms['f16']) / 2:.0f} GB/s ({ms['copy'] / (4 * ms['f16']):.2f}x "
+            f"copy); ({side}, {side}) rows {ms['rows'] / ms['sum']:.2f}x, columns "
             f"{ms['columns'] / ms['sum']:.2f}x the full sum's time; rows of {SHORT} {ms['short'] / ms['sum']:.2f}x "
             f"(they write a {SHORT}th of what they read); host {np.median(host_s) * 1e6:.0f} us a sum "
             f"call vs {ms['sum'] * 1e3:.0f} us of GPU; matches NumPy's f64 sums (worst "

@@ -140,6 +140,11 @@ def reduce_targets(add, bandwidth, faster) -> None:
             ["reduce.copy_ms", f"reduce.{name}_ms"],
             bandwidth(1),
         )
+    add(
+        f"g.reduce sum of the same values as f16 (half the bytes): reads >= {BANDWIDTH}x device copy bandwidth",
+        ["reduce.copy_ms", "reduce.f16_ms"],
+        bandwidth(0.5),
+    )
     for name in ("rows", "columns"):
         add(
             f"g.reduce over the {name} of a (1e4, 1e4) f32 Buffer: within {SHAPES}x the full sum's time",

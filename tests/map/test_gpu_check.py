@@ -107,7 +107,7 @@ def test_the_reduction_scenarios_run_on_the_cuda_text(cuda):  # noqa: F811 - the
     ]
     assert "matches NumPy's f64 sums" in rows[0][1], rows[0]
     assert all(figure.startswith("skipped") for _, figure in rows[1:]), rows  # no CuPy, no CUDA torch
-    measured = {f"reduce.{what}_ms" for what in ("copy", "sum", "sumsq", "rows", "columns", "short")}
+    measured = {f"reduce.{what}_ms" for what in ("copy", "sum", "sumsq", "f16", "rows", "columns", "short")}
     assert set(check.figures) == measured and all(ms > 0 for ms in check.figures.values()), check.figures
 
 
