@@ -412,12 +412,17 @@ def main() -> int:
     path = args.results / f"gpu_check-{datetime.date.today()}.md"
 
     sweep: list[dict] = []
+    reduce_rows: list[dict] = []
 
     def report() -> str:
-        """The scenarios, the targets judged on what they measured so far, the launch sweep."""
+        """The scenarios, the targets judged on what they measured so far, the two sweeps."""
         text = f"{check.table()}\n\n## Targets (issues 5 and 32, GPU)\n\n{targets_table(check.figures)}"
         if sweep:
             text += f"\n\n## Launch configurations, 1e8 f32, event-timed (g.map launches 256 x per element)\n\n{sweep_table(sweep)}"
+        if reduce_rows:
+            text += (
+                f"\n\n## g.reduce's constants, full sums of 1e8 (gpu_reduce_tuning.py)\n\n{tuning_table(reduce_rows)}"
+            )
         return text
 
     def save() -> None:
@@ -430,6 +435,7 @@ def main() -> int:
     from gpu_interop import interop_scenarios
     from gpu_kernels import kernel_scenarios
     from gpu_reduce import reduce_scenarios
+    from gpu_reduce_tuning import reduce_tuning, tuning_table
     from gpu_tests import test_scenarios
     from gpu_tuning import sweep_table, tuning_scenarios
 
@@ -437,6 +443,7 @@ def main() -> int:
     interop_scenarios(gpu, check)
     reduce_scenarios(gpu, check)
     sweep = tuning_scenarios(gpu, check)
+    reduce_rows = reduce_tuning(gpu, check)
     if not args.no_tests:
         test_scenarios(gpu, check)
     print("\n" + report())

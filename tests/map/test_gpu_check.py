@@ -5,6 +5,7 @@ row must pass or skip. What comes after a module load in those scenarios is not 
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -109,6 +110,42 @@ def test_the_reduction_scenarios_run_on_the_cuda_text(cuda):  # noqa: F811 - the
     assert all(figure.startswith("skipped") for _, figure in rows[1:]), rows  # no CuPy, no CUDA torch
     measured = {f"reduce.{what}_ms" for what in ("copy", "sum", "sumsq", "f16", "rows", "columns", "short")}
     assert set(check.figures) == measured and all(ms > 0 for ms in check.figures.values()), check.figures
+
+
+def test_the_reduction_tuning_builds_each_variant_with_its_constants(cuda, monkeypatch):  # noqa: F811
+    """gpu_reduce_tuning's variants of an i8 sum on the fake, at a small size: each generated with
+    its own constants, the packed entry planned except where packs are off, every sum right."""
+    if not images.is_fake(cuda):
+        pytest.skip("on a real GPU gpu_check.py is run by hand (benchmarks/README.md)")
+    sys.path.insert(0, str(SCRIPT.parent))
+    import gpu_reduce_tuning
+
+    from gompute.lang import reduce_entries, reduce_gpu
+    from gompute.reduce import BoundReduce
+
+    generated, planned = [], []
+    gpu_entries, plan = reduce_entries.gpu_entries, BoundReduce.plan
+
+    def generate(*args):
+        generated.append((reduce_gpu.GPU_PACK_LOADS, reduce_gpu.GPU_BLOCKS_AN_SM))
+        return gpu_entries(*args)
+
+    def plans(self, *args):
+        found = plan(self, *args)
+        planned.append((self.kernel, found[0]))
+        return found
+
+    monkeypatch.setattr(reduce_entries, "gpu_entries", generate)
+    monkeypatch.setattr(BoundReduce, "plan", plans)
+    monkeypatch.setattr(gpu_reduce_tuning, "TYPES", {"i8": np.int8})
+    rows = gpu_reduce_tuning.sweep(cuda, n=64 * 1024, calls=1, repeats=1)
+    assert [r["variant"] for r in rows] == list(gpu_reduce_tuning.VARIANTS), rows
+    assert all(r["error"] is None and r["ms"] > 0 and r["x copy"] > 0 for r in rows), rows
+    runs = [constants for constants, _ in itertools.groupby(generated)]  # a module's text may be made twice
+    assert runs == [(4, 2), (2, 2), (8, 2), (4, 4), (4, 2)], generated
+    # Each variant's first call only (a small one): the timed calls take the C++ path.
+    assert [kind for _, kind in planned] == ["packed"] * 4 + ["rows"], planned
+    assert "| rows entry (no packs) | " in gpu_reduce_tuning.tuning_table(rows)
 
 
 def test_the_reduction_check_refuses_a_plain_f32_running_sum():
