@@ -194,7 +194,7 @@ void bind_planner(py::module_& m) {
       .def_readonly("block", &plan::ReduceRules::block);
   m.def("plan_reduce", plan_reduce, py::arg("inputs"), py::arg("out"), py::arg("axes"), py::arg("keepdims"),
         py::arg("rules"),
-        "(entry kind 'rows', 'columns' or 'packed', first launch's blocks (0: none), finish's blocks, partials, layout "
+        "(entry kind 'rows', 'columns', 'packed_rows' or 'packed_columns', first launch's blocks (0: none), finish's blocks, partials, layout "
         "argument) of reducing the inputs into out over the sorted non-negative axes of their broadcast shape.");
 }
 

@@ -198,9 +198,9 @@ Cut host_cut(const ReduceRules& r, bool columns, int64_t cols, int64_t kept_coun
 
 // A GPU's: a block an item, its threads striding through it (rows: at least gpu_items elements a
 // thread, at most gpu_partials partials over all results; short rows a thread's or a group's each,
-// per_block of them a block) or a thread a result of a tile (columns); in the finish pass a thread a
-// result, or a block a result where a few results have more partials than a block has threads.
-Cut gpu_cut(const ReduceRules& r, bool columns, int64_t cols, int64_t kept_count, int64_t red_count) {
+// per_block of them a block) or a thread `pack` results of a tile (columns); in the finish pass a
+// thread a result, or a block a result where a few results have more partials than a block has threads.
+Cut gpu_cut(const ReduceRules& r, bool columns, int64_t pack, int64_t cols, int64_t kept_count, int64_t red_count) {
   Cut c{};
   c.per_block = 1;
   c.finish_per_block = r.block;  // a thread a result
@@ -208,12 +208,12 @@ Cut gpu_cut(const ReduceRules& r, bool columns, int64_t cols, int64_t kept_count
     // A tile of fewer results than threads reads as many rows more at once; and, as rows do, a launch
     // makes at most about gpu_partials items (unless its tiles outnumber them): longer runs of rows,
     // so that the finish has fewer partials a result to combine.
-    const int64_t tiles = kept_count / cols * ceil_div(cols, r.block);
-    c.chunk = r.column_rows * std::max<int64_t>(1, r.block / std::min(cols, r.block));
+    const int64_t width = r.block * pack, tiles = kept_count / cols * ceil_div(cols, width);
+    c.chunk = r.column_rows * std::max<int64_t>(1, r.block / ceil_div(std::min(cols, width), pack));
     c.chunks = std::min(ceil_div(red_count, c.chunk),
                         std::max<int64_t>(1, r.gpu_partials / std::max<int64_t>(tiles, 1)));
     if (c.chunks) c.chunk = ceil_div(red_count, c.chunks);
-    c.width = r.block;
+    c.width = width;
     c.items = tiles * c.chunks;
   } else if (red_count <= r.gpu_group_rows) {  // short rows: a thread or a group a result, a block's worth a block
     c.chunks = red_count ? 1 : 0;
@@ -233,12 +233,12 @@ Cut gpu_cut(const ReduceRules& r, bool columns, int64_t cols, int64_t kept_count
   return c;
 }
 
-// Whether a GPU's block items may read packs of rules.gpu_pack elements: one reduced dimension, of
-// stride 1 in every input, each input's elements aligned to their size, and every item's first
-// element at the same place in a pack in every input. That holds where the inputs' first elements
-// are and each kept stride is the same in every input up to a multiple of the pack: the items'
-// offsets then are too, and the chunks between them are the same count of elements in each.
-bool packable(const Array* arrays, int count, const Walk& kept, const Walk& red, const ReduceRules& rules) {
+// Whether a GPU's rows may read packs of rules.gpu_pack elements: one reduced dimension, of stride 1
+// in every input, each input's elements aligned to their size, and every item's first element at the
+// same place in a pack in every input. That holds where the inputs' first elements are and each kept
+// stride is the same in every input up to a multiple of the pack: the items' offsets then are too,
+// and the chunks between them are the same count of elements in each.
+bool packs_rows(const Array* arrays, int count, const Walk& kept, const Walk& red, const ReduceRules& rules) {
   const int64_t v = rules.gpu_pack;
   if (!rules.gpu || v < 2 || red.size() != 1) return false;
   auto phase = [v](int64_t x) { return (x % v + v) % v; };
@@ -253,12 +253,28 @@ bool packable(const Array* arrays, int count, const Walk& kept, const Walk& red,
   return true;
 }
 
+// Whether a GPU's columns may read packs: one reduced dimension, and in every input each pack of a
+// tile's results (the tiles' starts are multiples of the pack) on every row at a multiple of the
+// pack's bytes: the first element there, and every stride but the innermost kept one (1) multiples
+// of the pack.
+bool packs_columns(const Array* arrays, int count, const Walk& kept, const Walk& red, const ReduceRules& rules) {
+  const int64_t v = rules.gpu_pack;
+  if (!rules.gpu || v < 2 || red.size() != 1) return false;
+  for (int a = 0; a < count; ++a) {
+    if (arrays[a].address % uint64_t(arrays[a].itemsize * v) || red.stride(0, a) % v) return false;
+    for (int i = 0; i + 1 < kept.size(); ++i)
+      if (kept.stride(i, a) % v) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 const char* entry_name(ReduceEntry e) {
   switch (e) {
     case ReduceEntry::columns: return "columns";
-    case ReduceEntry::packed: return "packed";
+    case ReduceEntry::packed_rows: return "packed_rows";
+    case ReduceEntry::packed_columns: return "packed_columns";
     default: return "rows";
   }
 }
@@ -312,10 +328,13 @@ ReduceStatus plan_reduce(const Array* arrays, int count, const int64_t* shape, i
     inner_red = inner_red && red.stride(red.size() - 1, a) == 1;
   }
   const bool columns = inner_kept && !inner_red;
-  const Cut cut = (rules.gpu ? gpu_cut : host_cut)(rules, columns, cols, kept_count, red_count);
-  plan.entry = columns                                                            ? ReduceEntry::columns
-               : cut.per_block == 1 && packable(arrays, count, kept, red, rules) ? ReduceEntry::packed
-                                                                                  : ReduceEntry::rows;
+  const bool packed = columns ? packs_columns(arrays, count, kept, red, rules) : packs_rows(arrays, count, kept, red, rules);
+  const Cut cut = rules.gpu ? gpu_cut(rules, columns, packed && columns ? rules.gpu_pack : 1, cols, kept_count, red_count)
+                            : host_cut(rules, columns, cols, kept_count, red_count);
+  if (columns)
+    plan.entry = packed ? ReduceEntry::packed_columns : ReduceEntry::columns;
+  else  // short rows take the rows entry's threads and groups
+    plan.entry = packed && cut.per_block == 1 ? ReduceEntry::packed_rows : ReduceEntry::rows;
   plan.first_blocks = ceil_div(cut.items, cut.per_block);
   // One item a result: the first launch stores the results (the entries read chunks == 1 from the
   // layout), with no partials and no finish after it.

@@ -154,13 +154,15 @@ struct ReduceRules {
   int64_t gpu_thread_rows = 1; // GPU rows of at most this many elements take a thread each, not a block
   int64_t gpu_group_rows = 1;  // and rows of at most this many a group of gpu_group threads each
   int64_t gpu_group = 1;       // threads of such a group (a divisor of `block` and of the warp's size)
-  int64_t gpu_pack = 1;        // GPU: elements of each input a packed load moves (1: no packed entry)
+  int64_t gpu_pack = 1;        // GPU: elements of each input a packed load moves (1: no packed entries)
 };
 
-// A reduction's first entry: `packed` is `rows` on a GPU where every input is contiguous along the
-// one reduced dimension and each item starts at the same element of a pack in every input.
-enum class ReduceEntry { rows, columns, packed };
-constexpr int kReduceEntries = 3;
+// A reduction's first entry. On a GPU the packed ones read 16-byte packs of elements (planner.cpp's
+// packs_rows, packs_columns say where): `packed_rows` is `rows` where every input is contiguous
+// along the one reduced dimension, `packed_columns` is `columns` where each input's packs of results
+// lie on pack boundaries in every row.
+enum class ReduceEntry { rows, columns, packed_rows, packed_columns };
+constexpr int kReduceEntries = 4;
 const char* entry_name(ReduceEntry e);
 
 // A reduction's launches: the first's entry and blocks (0: no first launch, the finish writes the

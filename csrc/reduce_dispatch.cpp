@@ -79,7 +79,7 @@ void FastReduce::remember(const std::string& inputs, char out, const std::string
   int entry = 0;
   while (entry < plan::kReduceEntries && kind != plan::entry_name(plan::ReduceEntry(entry))) ++entry;
   if (entry == plan::kReduceEntries)
-    throw py::value_error("remember: kind is 'rows', 'columns' or 'packed', not '" + kind + "'");
+    throw py::value_error("remember: kind is 'rows', 'columns', 'packed_rows' or 'packed_columns', not '" + kind + "'");
   const std::string signature = inputs + out;
   auto same = [&](const Launch& l) {
     return l.signature == signature && l.kind == ctx->kind() && l.ordinal == ctx->ordinal();

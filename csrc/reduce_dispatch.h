@@ -22,7 +22,7 @@ class FastReduce {
   FastReduce(int arity, std::vector<ParamField> fields, size_t params_size, bool has_params, bool has_identity);
 
   // Remembers the launches of a call signature on the kernels' device: the input format
-  // characters, the output's, the first launch's entry kind ("rows", "columns", "packed") and its
+  // characters, the output's, the first launch's entry kind (plan::entry_name's) and its
   // kernel, the finish kernel, how the planner cuts the work, and the bytes of a partial.
   void remember(const std::string& inputs, char out, const std::string& kind, const Kernel& first,
                 const Kernel& finish, const plan::ReduceRules& rules, size_t partial_size);

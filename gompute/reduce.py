@@ -11,9 +11,10 @@ The plan is the C++ planner's (`plan_reduce` in csrc/planner.h): the result's di
 and neighbours merged where every array allows, then one of three first launches
 (`lang/reduce_entries.py`): `columns` where the innermost kept dimension is contiguous in every
 input and the reduced ones are not (the lanes run across results), `rows` otherwise (runs along
-the innermost reduced dimension, gathered where it is strided), and on a GPU `packed` for rows
-contiguous in every input (a load moves 16 bytes, not an element). Its items are a fixed size, so
-results do not depend on the thread count.
+the innermost reduced dimension, gathered where it is strided), and on a GPU their packed twins,
+`packed_rows` and `packed_columns`, where every input's elements lie on 16-byte pack boundaries
+(a load moves a pack, not an element). Its items are a fixed size, so results do not depend on
+the thread count.
 """
 
 from __future__ import annotations

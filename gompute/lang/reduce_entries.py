@@ -191,15 +191,17 @@ def _host_columns(unit, structs, call_name: str) -> list[str]:
 
 
 def _host_packed(entries) -> list[str]:
-    """The packed entry, where the unit has one: the planner takes it on GPUs only, and the host's
-    rows loops read contiguous rows in vectors already, so here it is the rows entry."""
-    if "packed" not in entries:
-        return []
-    e, rows = entries["packed"], entries["rows"]
-    return [
-        f"GOMPUTE_HOST_ARITY({e.symbol}, {e.arity});",
-        f"GOMPUTE_HOST_KERNEL({e.symbol}) {{ {rows.symbol}(launch); }}",
-    ]
+    """The packed entries, where the unit has them: the planner takes them on GPUs only, and the
+    host's loops read vectors already, so here each is its unpacked entry."""
+    lines = []
+    for kind in ("rows", "columns"):
+        if f"packed_{kind}" in entries:
+            e, plain = entries[f"packed_{kind}"], entries[kind]
+            lines += [
+                f"GOMPUTE_HOST_ARITY({e.symbol}, {e.arity});",
+                f"GOMPUTE_HOST_KERNEL({e.symbol}) {{ {plain.symbol}(launch); }}",
+            ]
+    return lines
 
 
 def _host_entries(unit, structs, call_name: str) -> list[str]:
@@ -264,8 +266,8 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
         *host_lane_rows(unit, structs, call_name),
         *_host_columns(unit, structs, call_name),
         *first_pass("rows", "layout.kept_count * layout.chunks", rows_body),
-        *_host_packed(entries),
         *first_pass("columns", COLUMN_ITEMS, columns_body),
+        *_host_packed(entries),
         "// Results [m, m + L): each one's partials pairwise.",
         "template <int L>",
         f"GOMPUTE_FN void {sym}_merge_partials(const {t}* partials, const {lay}& layout, int64_t m, {t}* v) {{",

@@ -134,28 +134,61 @@ def _thread_loop(unit, call_name: str, start: str, gap: str, shift: str, comb: s
     ]
 
 
-def _packed_loop(unit, entry, call_name: str) -> list[str]:
-    """An item's elements [k0, k1) along one reduced dimension, contiguous in every input and at
-    the same element of a pack in each (the planner's packable): the h elements before the first
-    pack boundary a thread each, then thread t takes packs t, t + block, ..., GPU_PACK_LOADS of them
-    loaded at once (its last ones one at a time) and combined element by element in order, then the
-    last (< V) elements a thread each.
-    A pack is one load of the preludes' raw chunk type (as g.map's vectors, lang/entries.py), its
-    alignment checked where the text runs on the CPU."""
-    sym, n, v, a = unit.name, len(unit.in_storage), pack_elements(unit), value_ctype(unit.acc)
+def _chunks(unit, entry, call_name: str, address: str, into) -> tuple[list[str], list[str], list[str]]:
+    """A pack of each input read at `address` (its {i}, and j, the pack's place among those loaded
+    at once, filled in): the raw chunk types, the loads of s{i}[j] (each checked for alignment where
+    the text runs on the CPU), and a statement an element u combining it, `into(u, value)`."""
+    n, v = len(unit.in_storage), pack_elements(unit)
     types = [storage_ctype(st) for st in unit.in_storage]
     raws = [f"gompute_raw{v * concrete(st).itemsize}" for st in unit.in_storage]
-    one = lambda k: mapped(unit, call_name, [f"in{i}[at[{i}] + {k}]" for i in range(n)])  # noqa: E731
     loads = []
     for i, raw in enumerate(raws):
-        at = f"p{i} + (k + j * b) * {v}"
+        at = address.format(i=i)
         loads += [
             f'GOMPUTE_VECTOR_CHECK({at}, sizeof({raw}), "{entry.symbol}", "in{i}");',
             f"s{i}[j] = *(const {raw}*)({at});",
         ]
     # One statement an element, not a loop: a chunk indexed at run time would live in local memory.
     elements = [[f"gompute_chunk_element<{types[i]}>(s{i}[j], {u})" for i in range(n)] for u in range(v)]
-    combines = [f"v = {sym}_comb(v, ({a}){mapped(unit, call_name, e)});" for e in elements]
+    return raws, loads, [into(u, mapped(unit, call_name, e)) for u, e in enumerate(elements)]
+
+
+def _chunk_loop(chunks, k: str, stop: str, step: str, pad: str) -> list[str]:
+    """Packs k, k + step, ... before `stop`: GPU_PACK_LOADS of them loaded at once, then combined in
+    order; the last ones one at a time."""
+    raws, loads, combines = chunks
+    return [
+        f"{pad}int64_t k = {k};",
+        f"{pad}for (; k + {GPU_PACK_LOADS - 1} * {step} < {stop}; k += {GPU_PACK_LOADS} * {step}) {{",
+        *(f"{pad}  {raw} s{i}[{GPU_PACK_LOADS}];" for i, raw in enumerate(raws)),
+        "#pragma unroll",
+        f"{pad}  for (int j = 0; j < {GPU_PACK_LOADS}; ++j) {{",
+        *(f"{pad}    {line}" for line in loads),
+        f"{pad}  }}",
+        "#pragma unroll",
+        f"{pad}  for (int j = 0; j < {GPU_PACK_LOADS}; ++j) {{",
+        *(f"{pad}    {line}" for line in combines),
+        f"{pad}  }}",
+        f"{pad}}}",
+        f"{pad}for (; k < {stop}; k += {step}) {{  // the thread's last packs, fewer than its loads at once",
+        *(f"{pad}  {raw} s{i}[1];" for i, raw in enumerate(raws)),
+        f"{pad}  const int j = 0;",
+        *(f"{pad}  {line}" for line in loads),
+        *(f"{pad}  {line}" for line in combines),
+        f"{pad}}}",
+    ]
+
+
+def _packed_rows(unit, entry, call_name: str) -> list[str]:
+    """An item's elements [k0, k1) along one reduced dimension, contiguous in every input and at
+    the same element of a pack in each (the planner's packs_rows): the h elements before the first
+    pack boundary a thread each, then thread t takes packs t, t + block, ..., then the last (< V)
+    elements a thread each."""
+    sym, n, v, a = unit.name, len(unit.in_storage), pack_elements(unit), value_ctype(unit.acc)
+    types = [storage_ctype(st) for st in unit.in_storage]
+    one = lambda k: mapped(unit, call_name, [f"in{i}[at[{i}] + {k}]" for i in range(n)])  # noqa: E731
+    into = lambda u, x: f"v = {sym}_comb(v, ({a}){x});"  # noqa: E731
+    chunks = _chunks(unit, entry, call_name, f"p{{i}} + (k + j * b) * {v}", into)
     return [
         "    const int64_t b = blockDim.x, t = threadIdx.x;",
         f"    const int64_t phase = (int64_t)((uint64_t)(in0 + at[0] + k0) / sizeof({types[0]}) % {v});",
@@ -163,26 +196,74 @@ def _packed_loop(unit, entry, call_name: str) -> list[str]:
         f"    const int64_t packs = (k1 - k0 - h) / {v}, rest = k0 + h + packs * {v};",
         f"    if (t < h) v = {sym}_comb(v, ({a}){one('k0 + t')});",
         *(f"    const {c}* p{i} = in{i} + at[{i}] + k0 + h;" for i, c in enumerate(types)),
-        "    int64_t k = t;",
-        f"    for (; k + {GPU_PACK_LOADS - 1} * b < packs; k += {GPU_PACK_LOADS} * b) {{",
-        *(f"      {raw} s{i}[{GPU_PACK_LOADS}];" for i, raw in enumerate(raws)),
-        "#pragma unroll",
-        f"      for (int j = 0; j < {GPU_PACK_LOADS}; ++j) {{",
-        *(f"        {line}" for line in loads),
-        "      }",
-        "#pragma unroll",
-        f"      for (int j = 0; j < {GPU_PACK_LOADS}; ++j) {{",
-        *(f"        {line}" for line in combines),
-        "      }",
-        "    }",
-        "    for (; k < packs; k += b) {  // the thread's last packs, fewer than its loads at once",
-        *(f"      {raw} s{i}[1];" for i, raw in enumerate(raws)),
-        "      const int j = 0;",
-        *(f"      {line}" for line in loads),
-        *(f"      {line}" for line in combines),
-        "    }",
+        *_chunk_loop(chunks, "t", "packs", "b", "    "),
         f"    if (rest + t < k1) v = {sym}_comb(v, ({a}){one('rest + t')});",
     ]
+
+
+def _packed_columns(unit, entry, structs, call_name: str) -> list[str]:
+    """The columns entry reading packs (the planner's packs_columns): thread l + q r of an item takes
+    the V results c = lV, ..., c + V - 1 of its tile (q threads across the tile's w results) on the
+    rows k0 + r, k0 + r + R, ..., a pack of each input a row; the last thread of a tile whose width is
+    no multiple of V reads its results an element at a time. The rest as in the columns entry, for
+    each of its V results."""
+    sym, n, v, t = unit.name, len(unit.in_storage), pack_elements(unit), tree_type(unit)
+    types = [storage_ctype(st) for st in unit.in_storage]
+    into = lambda u, x: f"v{u} = {sym}_tcomb(v{u}, ({t}){x});"  # noqa: E731
+    chunks = _chunks(unit, entry, call_name, "p{i} + (k + j * R) * layout.red[{i}][0]", into)
+    one = lambda u: mapped(unit, call_name, [f"in{i}[at[{i}] + c + {u} + k * layout.red[{i}][0]]" for i in range(n)])  # noqa: E731
+    store = lambda u: store_result(unit, f"out[at[{n}] + (c + {u}) * layout.kept[{n}][layout.kept_ndim - 1]]", f"v{u}")  # noqa: E731
+    lines = [
+        _gpu_head(unit, entry, structs),
+        f"  __shared__ {t} lanes[{unit.block_size}];",
+        f"  const int64_t items = {COLUMN_ITEMS};",
+        "  const int64_t cols = layout.kept_shape[layout.kept_ndim - 1];",
+        "  const int64_t tiles = (cols + layout.width - 1) / layout.width;",
+        "  for (int64_t i = gompute_block_linear(); i < items; i += (int64_t)gridDim.x * gridDim.y * gridDim.z) {",
+        "    const int64_t kc = i % layout.chunks, t = i / layout.chunks % tiles;",
+        "    const int64_t m0 = i / layout.chunks / tiles * cols + t * layout.width;",
+        f"    int64_t at[{n + 1}];",
+        f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m0, at, nullptr);",
+        "    const int w = (int)(cols - t * layout.width < layout.width ? cols - t * layout.width : layout.width);",
+        f"    const int q = (w + {v - 1}) / {v};",
+        "    int R = 1;",
+        "    while (2 * R * q <= (int)blockDim.x) R *= 2;",
+        f"    const int l = (int)threadIdx.x % q, r = (int)threadIdx.x / q, c = l * {v};",
+        "    const int64_t k0 = kc * layout.chunk;",
+        "    const int64_t k1 = k0 + layout.chunk < layout.red_count ? k0 + layout.chunk : layout.red_count;",
+        f"    {t} {', '.join(f'v{u} = ({t}){unit.identity}' for u in range(v))};",
+        f"    if (r < R && c + {v} <= w) {{",
+        *(f"      const {c}* p{i} = in{i} + at[{i}] + c;" for i, c in enumerate(types)),
+        *_chunk_loop(chunks, "k0 + r", "k1", "R", "      "),
+        "    } else if (r < R) {  // the tile's last results, fewer than a pack",
+        "      for (int64_t k = k0 + r; k < k1; k += R) {",
+        *(f"        if (c + {u} < w) v{u} = {sym}_tcomb(v{u}, ({t}){one(u)});" for u in range(v)),
+        "      }",
+        "    }",
+        "    if (R > 1) {  // the same R for the whole block: its barriers meet every thread",
+    ]
+    for u in range(v):
+        lines += [
+            f"      lanes[threadIdx.x] = v{u};",
+            "      __syncthreads();",
+            "      for (int s = R / 2; s > 0; s /= 2) {",
+            f"        if (r < s) lanes[threadIdx.x] = {sym}_tcomb(lanes[threadIdx.x], lanes[threadIdx.x + s * q]);",
+            "        __syncthreads();",
+            "      }",
+            f"      v{u} = lanes[threadIdx.x];",
+            "      __syncthreads();  // lanes[] is free for the next result and the block's next item",
+        ]
+    lines += ["    }", "    if (r > 0) continue;"]
+    for u in range(v):
+        lines += [
+            f"    if (c + {u} < w) {{",
+            "      if (layout.chunks == 1)",
+            f"        {store(u)}",
+            "      else",
+            f"        partials[kc * layout.kept_count + m0 + c + {u}] = v{u};",
+            "    }",
+        ]
+    return [*lines, "  }", "}"]
 
 
 def _block_items(unit, loop: list[str]) -> list[str]:
@@ -232,14 +313,15 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
     sym, a, t, n = unit.name, value_ctype(unit.acc), tree_type(unit), len(unit.in_storage)
     entries = {e.kind: e for e in unit.entry_points()}
     strided = _thread_loop(unit, call_name, "k0 + threadIdx.x", "(int64_t)blockDim.x", "", "comb", f"({a})", "    ")
-    packed = []
-    if "packed" in entries:
-        packed = [
+    packed_rows, packed_columns = [], []
+    if "packed_rows" in entries:
+        packed_rows = [
             "// The rows entry's block items where every input is contiguous along the one reduced dimension",
-            "// (csrc/planner.cpp's packable): a load moves a pack of elements, not one.",
-            _gpu_head(unit, entries["packed"], structs),
-            *_block_items(unit, _packed_loop(unit, entries["packed"], call_name)),
+            "// (csrc/planner.cpp's packs_rows): a load moves a pack of elements, not one.",
+            _gpu_head(unit, entries["packed_rows"], structs),
+            *_block_items(unit, _packed_rows(unit, entries["packed_rows"], call_name)),
         ]
+        packed_columns = _packed_columns(unit, entries["packed_columns"], structs, call_name)
     return [
         _SHFL[backend],
         *_GPU_SHUFFLE.strip("\n").splitlines(),
@@ -268,7 +350,7 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         "    return;",
         "  }",
         *_block_items(unit, strided),
-        *packed,
+        *packed_rows,
         "// Block by block over the items (a tile of w <= `width` results contiguous in every input, over the",
         "// reduced rows [k0, k1)): thread l + w r takes result m0 + l on rows k0 + r, k0 + r + R, ... (R rows a",
         "// step: the most a power of two of w threads fill of the block), so each row is read in whole lines;",
@@ -311,6 +393,7 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         "      partials[kc * layout.kept_count + m0 + l] = v;",
         "  }",
         "}",
+        *packed_columns,
         "// A thread a result: its items' partials (few: _GPU_PARTIALS in gompute/reduce.py) combined in",
         f"// runs of {GPU_FINISH_RUN}, then the runs' results, in registers (a pairwise stack would live in",
         "// local memory); stored through the output's strides. A few results of many partials each (the",

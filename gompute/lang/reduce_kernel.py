@@ -125,15 +125,11 @@ class ReduceSpecialization(Specialization):
         # and has no partials, nor a finish after it; with more, it writes partials for the finish.
         first = (*inputs, partials, out, layout, *params)
         finish = (partials, out, layout)
-        # `packed`: the rows entry's items on a GPU where every input is contiguous along the one
-        # reduced dimension (csrc/planner.cpp), read a pack of elements a load; none for inputs of 16 bytes.
-        packed = [EntryPoint(f"{self.name}__packed", "packed", first)] if pack_elements(self) > 1 else []
-        return [
-            EntryPoint(f"{self.name}__rows", "rows", first),
-            *packed,
-            EntryPoint(f"{self.name}__columns", "columns", first),
-            EntryPoint(f"{self.name}__finish", "finish", finish),
-        ]
+        # The packed ones: rows and columns on a GPU read 16 bytes of elements a load where the planner
+        # finds them on pack boundaries (csrc/planner.cpp); none for inputs of 16 bytes.
+        packed = ("packed_rows", "packed_columns") if pack_elements(self) > 1 else ()
+        kinds = ("rows", "columns", *packed, "finish")
+        return [EntryPoint(f"{self.name}__{kind}", kind, finish if kind == "finish" else first) for kind in kinds]
 
 
 def normalize_axes(axis, ndim: int) -> tuple[int, ...]:

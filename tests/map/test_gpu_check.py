@@ -113,8 +113,9 @@ def test_the_reduction_scenarios_run_on_the_cuda_text(cuda):  # noqa: F811 - the
 
 
 def test_the_reduction_tuning_builds_each_variant_with_its_constants(cuda, monkeypatch):  # noqa: F811
-    """gpu_reduce_tuning's variants of an i8 sum on the fake, at a small size: each generated with
-    its own constants, the packed entry planned except where packs are off, every sum right."""
+    """gpu_reduce_tuning's variants of an i8 sum, whole and down the columns, on the fake at a small
+    size: each generated with its own constants, the packed entries planned except where packs are
+    off, every result right."""
     if not images.is_fake(cuda):
         pytest.skip("on a real GPU gpu_check.py is run by hand (benchmarks/README.md)")
     sys.path.insert(0, str(SCRIPT.parent))
@@ -132,20 +133,23 @@ def test_the_reduction_tuning_builds_each_variant_with_its_constants(cuda, monke
 
     def plans(self, *args):
         found = plan(self, *args)
-        planned.append((self.kernel, found[0]))
+        planned.append(found[0])
         return found
 
     monkeypatch.setattr(reduce_entries, "gpu_entries", generate)
     monkeypatch.setattr(BoundReduce, "plan", plans)
     monkeypatch.setattr(gpu_reduce_tuning, "TYPES", {"i8": np.int8})
-    rows = gpu_reduce_tuning.sweep(cuda, n=64 * 1024, calls=1, repeats=1)
-    assert [r["variant"] for r in rows] == list(gpu_reduce_tuning.VARIANTS), rows
+    rows = gpu_reduce_tuning.sweep(cuda, n=256 * 256, calls=1, repeats=1)
+    assert [(r["variant"], r["what"]) for r in rows] == [
+        (variant, what) for variant in gpu_reduce_tuning.VARIANTS for what in ("sum", "columns")
+    ]
     assert all(r["error"] is None and r["ms"] > 0 and r["x copy"] > 0 for r in rows), rows
     runs = [constants for constants, _ in itertools.groupby(generated)]  # a module's text may be made twice
     assert runs == [(4, 2), (2, 2), (8, 2), (4, 4), (4, 2)], generated
-    # Each variant's first call only (a small one): the timed calls take the C++ path.
-    assert [kind for _, kind in planned] == ["packed"] * 4 + ["rows"], planned
-    assert "| rows entry (no packs) | " in gpu_reduce_tuning.tuning_table(rows)
+    # Each variant's first call (a small sum, all built first) and first columns call (an entry not
+    # loaded yet) are planned in Python; the rest take the C++ path.
+    assert planned == ["packed_rows"] * 4 + ["rows"] + ["packed_columns"] * 4 + ["columns"], planned
+    assert "| no packs | " in gpu_reduce_tuning.tuning_table(rows)
 
 
 def test_the_reduction_check_refuses_a_plain_f32_running_sum():

@@ -11,7 +11,7 @@ import pytest
 
 import gompute as g
 from gompute.lang.module import module_source
-from gompute.lang.reduce_layout import GPU_LOADS, GPU_PACK_LOADS
+from gompute.lang.reduce_layout import GPU_LOADS, GPU_PACK_LOADS, pack_elements
 from gompute.reduce import AutoReduce, BoundReduce
 from tests.fakes import images
 
@@ -147,19 +147,51 @@ def test_packed_items_start_and_end_anywhere_in_a_pack(text, monkeypatch, entrie
         np.testing.assert_array_equal(largest(rows[:, 3:], axis=1), rows[:, 3:].max(axis=1))
     h = RNG.standard_normal(3000).astype(np.float16)
     np.testing.assert_array_equal(largest(h[5:]), h[5:].max())
-    assert set(entries) == {"packed"}, entries
+    assert set(entries) == {"packed_rows"}, entries
     i, j = RNG.integers(-100, 100, (2, 3001))
     for x, w in ((i.astype(np.int16), j.astype(np.int32)), (i.astype(np.int32), j.astype(np.int32))):
         for a, b, kind in (
-            (x[1:], w[1:], "packed"),
-            (x[:2996].reshape(7, 428)[:, :-1], w[:427], "packed"),  # rows 428 apart: 0 past a pack, as w's 0
+            (x[1:], w[1:], "packed_rows"),
+            (x[:2996].reshape(7, 428)[:, :-1], w[:427], "packed_rows"),  # rows 428 apart: 0 past a pack, as w's 0
             (x[1:], w[:-1], "rows"),
-            (x[:2996].reshape(7, 428)[:, 1:], w[1:428], "packed"),
+            (x[:2996].reshape(7, 428)[:, 1:], w[1:428], "packed_rows"),
             (x[:2996].reshape(4, 749)[:, :-1], w[:748], "rows"),  # rows 749 apart: 1 past a pack, w's 0
         ):
             entries.clear()
             np.testing.assert_array_equal(dot(a, b, axis=-1), (a.astype(np.int64) * b).sum(axis=-1))
             assert entries == [kind], (a.shape, a.strides, entries)
+
+
+@pytest.mark.parametrize("text", ["cuda", "hip"])
+def test_packed_columns_read_a_pack_of_results_a_row(text, monkeypatch, entries):
+    """Columns whose rows start on pack boundaries in every input take the packed columns entry
+    (a thread V results, a pack of each input a row): tiles of a multiple of V results and not (the
+    last thread's results an element at a time), two tiles, a row, a few (several rows a step in a
+    narrow tile, combined in shared memory) and many (past the packs loaded at once), two items a
+    result, and two inputs of two widths. Rows not a whole pack apart take the columns entry."""
+    monkeypatch.setattr(reduce_module, "_GPU_PARTIALS", 2)
+    total, largest, dot = on_gpu_text(K.total, text), on_gpu_text(K.largest, text), on_gpu_text(weighted, text)
+    for dtype, v in ((np.int8, 16), (np.float16, 8), (np.float32, 4), (np.int64, 2)):
+        shapes = ((1, 8 * v, 8 * v), (5, 8 * v, 3 * v + 1), (300, 4 * v, 2 * v), (3, 258 * v, 257 * v + 1))
+        for rows, stride, cols in shapes:  # rows of `cols` results, `stride` elements apart
+            x = RNG.integers(-100, 100, (rows, stride)).astype(dtype)[:, :cols]
+            want = x.sum(axis=0, dtype=np.float64 if dtype in (np.float16, np.float32) else np.int64)
+            got = total(x, axis=0)
+            if dtype == np.float16:  # summed in f32, rounded to f16
+                np.testing.assert_array_equal(got, want.astype(np.float16))
+            else:
+                np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(largest(x[-2:], axis=0), x[-2:].max(axis=0))
+        assert set(entries) == {"packed_columns"}, (dtype, entries)
+        entries.clear()
+    i, j = RNG.integers(-100, 100, (2, 300, 40))
+    x, w = i.astype(np.int16), j.astype(np.int32)
+    for a, b in ((x, w), (x[:, :37], w[:, :37])):
+        np.testing.assert_array_equal(dot(a, b, axis=0), (a.astype(np.int64) * b).sum(axis=0))
+    assert entries == ["packed_columns"] * 2, entries
+    entries.clear()
+    np.testing.assert_array_equal(total(x[:, :39].copy(), axis=0), x[:, :39].sum(axis=0, dtype=np.int64))  # 39 apart
+    assert entries == ["columns"], entries
 
 
 @pytest.mark.parametrize("text", ["cuda", "hip"])
@@ -220,14 +252,16 @@ GPU_SPECS += [K.extreme.variant((g.f64,)), K.largest.variant((g.f16,))]
 
 def _too_few_loads(spec, entry, loads: list[str], wide: str) -> str | None:
     """Why `entry`'s machine code (its global loads' opcodes) does not load as its text means, or
-    None: GPU_LOADS elements of each input at once in rows and columns; in packed (GPU_SPECS' inputs
-    are of one width) GPU_PACK_LOADS 16-byte chunks (`wide`) of each, and single elements only at
-    an item's two ends (hiprtc once read each chunk of bytes as one byte, sixteen times)."""
+    None: GPU_LOADS elements of each input at once in rows and columns; in the packed entries
+    (GPU_SPECS' inputs are of one width) GPU_PACK_LOADS 16-byte chunks (`wide`) of each, and single
+    elements only at an item's ends or a tile's last results (hiprtc once read each chunk of bytes
+    as one byte, sixteen times)."""
     n = len(spec.in_storage)
-    if entry.kind == "packed":
-        chunks = loads.count(wide)
-        if chunks < GPU_PACK_LOADS * n or len(loads) - chunks > 2 * n:
-            want = f"{GPU_PACK_LOADS * n} and <= {2 * n} others wanted"
+    if entry.kind.startswith("packed"):
+        # Elements one at a time: an item's head and tail in rows, a tile's last results in columns.
+        chunks, single = loads.count(wide), 2 * n if entry.kind == "packed_rows" else pack_elements(spec) * n
+        if chunks < GPU_PACK_LOADS * n or len(loads) - chunks > single:
+            want = f"{GPU_PACK_LOADS * n} and <= {single} others wanted"
             return f"{entry.symbol}: {chunks} chunk loads of {len(loads)}, {want}"
         return None
     want = GPU_LOADS * n if entry.kind in ("rows", "columns") else 1

@@ -134,23 +134,47 @@ def test_gpu_rows_contiguous_in_every_input_read_packs():
     packs = dict(gpu=True, gpu_pack=4)
     x = np.zeros((64, 1001), np.float32)  # rows a pack and 1 apart: each row's head differs
     for a, axes in ((x, [1]), (x[:, 1:], [1]), (x[::-3, 5:], [1]), (x[:63].reshape(9, 7, 1001), [1, 2])):
-        assert _plan(a, axes, **packs)[0] == "packed", (a.shape, a.strides, axes)
+        assert _plan(a, axes, **packs)[0] == "packed_rows", (a.shape, a.strides, axes)
     assert _plan(x, [1], gpu=True)[0] == "rows"  # no packs
     assert _plan(x, [1], gpu=False, gpu_pack=4)[0] == "rows"  # the host's rows read vectors already
     assert _plan(x[:, ::2], [1], **packs)[0] == "rows"  # strided
     assert _plan(x[:, ::-1], [1], **packs)[0] == "rows"
     assert _plan(x[:, :256], [1], **packs)[0] == "rows"  # short rows: a group of threads each
-    assert _plan(x[:, :257], [1], **packs)[0] == "packed"
+    assert _plan(x[:, :257], [1], **packs)[0] == "packed_rows"
     assert _plan(x, [0], **packs)[0] == "columns"
     assert _plan(x[:, :999].reshape(64, 27, 37), [0, 2], **packs)[0] == "rows"  # two reduced dimensions
     odd = np.frombuffer(bytearray(4 * 1001 + 1), np.float32, 1001, offset=1)  # elements not 4-byte aligned
     assert _plan(odd, [0], **packs)[0] == "rows"
     y = np.zeros(1001, np.float32)
-    assert _plan(x[0, 1:], [0], inputs=[y[1:]], **packs)[0] == "packed"
+    assert _plan(x[0, 1:], [0], inputs=[y[1:]], **packs)[0] == "packed_rows"
     assert _plan(x[0, 1:], [0], inputs=[y[:-1]], **packs)[0] == "rows"  # first elements in different places
     assert _plan(x, [1], inputs=[y], **packs)[0] == "rows"  # x's rows move 1 past a pack, y's stays put
     assert _plan(x[:, :1000], [1], inputs=[y[:1000]], **packs)[0] == "rows"
-    assert _plan(np.zeros((64, 1000), np.float32), [1], inputs=[y[:1000]], **packs)[0] == "packed"
+    assert _plan(np.zeros((64, 1000), np.float32), [1], inputs=[y[:1000]], **packs)[0] == "packed_rows"
+
+
+def test_gpu_columns_on_pack_boundaries_read_packs():
+    """On a GPU whose unit has packs, columns take `packed_columns` where every input's first
+    element and every stride but the innermost kept one are whole packs; a tile is then `block`
+    packs of results (V times the columns entry's), and a narrow one reads as many more rows a step."""
+    packs = dict(gpu=True, gpu_pack=4)
+    x = np.zeros((1000, 1024), np.float32)
+    kind, first, finish, partials, layout = _plan(x, [0], **packs)
+    _, _, chunk, chunks, width, _, _ = _layout(layout, 2)["work"]
+    assert kind == "packed_columns" and width == 1024 and first == chunks  # one tile
+    assert _plan(x[:, :1001], [0], **packs)[0] == "packed_columns"  # the last pack partly past the tile
+    assert _plan(x[:, 4:], [0], **packs)[0] == "packed_columns"
+    assert _plan(x.reshape(10, 100, 1024), [1], **packs)[0] == "packed_columns"  # kept strides of whole packs
+    assert _plan(x[::-1], [0], **packs)[0] == "packed_columns"
+    y = np.zeros((20_000, 12), np.float32)  # 3 threads across (packs) take 85 rows a step, 12 (columns) 21
+    runs = [_layout(_plan(y, [0], **rules)[4], 2)["work"][3] for rules in (packs, dict(gpu=True))]
+    assert runs == [2, 8]  # runs of 128 x 85 rows, of 128 x 21
+    assert _plan(x, [0], gpu=True)[0] == "columns"  # no packs
+    assert _plan(x, [0], gpu=False, gpu_pack=4)[0] == "columns"
+    assert _plan(x[:, 1:], [0], **packs)[0] == "columns"  # first element 1 past a pack
+    assert _plan(x[:, :1022].reshape(1000, 2, 511), [0, 1], **packs)[0] == "columns"  # rows 511 apart
+    assert _plan(np.zeros((1000, 1021), np.float32), [0], **packs)[0] == "columns"  # rows 1021 apart
+    assert _plan(x.reshape(10, 100, 1024)[:, :, :], [0, 1], **packs)[0] == "packed_columns"  # merged to one
 
 
 def test_gpu_finish_takes_a_block_a_result_where_few_have_many_partials():
