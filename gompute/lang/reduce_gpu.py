@@ -201,19 +201,64 @@ def _packed_rows(unit, entry, call_name: str) -> list[str]:
     ]
 
 
-def _packed_columns(unit, entry, structs, call_name: str) -> list[str]:
-    """The columns entry reading packs (the planner's packs_columns): thread l + q r of an item takes
-    the V results c = lV, ..., c + V - 1 of its tile (q threads across the tile's w results) on the
-    rows k0 + r, k0 + r + R, ..., a pack of each input a row; the last thread of a tile whose width is
-    no multiple of V reads its results an element at a time. The rest as in the columns entry, for
-    each of its V results."""
-    sym, n, v, t = unit.name, len(unit.in_storage), pack_elements(unit), tree_type(unit)
-    types = [storage_ctype(st) for st in unit.in_storage]
-    into = lambda u, x: f"v{u} = {sym}_tcomb(v{u}, ({t}){x});"  # noqa: E731
-    chunks = _chunks(unit, entry, call_name, "p{i} + (k + j * R) * layout.red[{i}][0]", into)
-    one = lambda u: mapped(unit, call_name, [f"in{i}[at[{i}] + c + {u} + k * layout.red[{i}][0]]" for i in range(n)])  # noqa: E731
-    store = lambda u: store_result(unit, f"out[at[{n}] + (c + {u}) * layout.kept[{n}][layout.kept_ndim - 1]]", f"v{u}")  # noqa: E731
-    lines = [
+def _columns(unit, entry, structs, call_name: str, v: int) -> list[str]:
+    """A columns entry: block by block over the items (a tile of w <= `width` results contiguous in
+    every input, over the reduced rows [k0, k1)), thread l + q r takes the v results c = lv, ...,
+    c + v - 1 of the tile (q threads across it) on rows k0 + r, k0 + r + R, ... (R rows a step: the
+    most a power of two of q threads fill of the block), so each row is read in whole lines; a
+    narrow tile's R values of a result are then combined pairwise in shared memory, in a fixed
+    order. Its partials, or the results where the item is the only one. The plain entry takes a
+    result a thread (v = 1), an element a row at a time, GPU_LOADS rows at once; the packed one a
+    pack of results (the planner's packs_columns), a pack of each input a row, GPU_PACK_LOADS rows
+    at once, and the tile's last results, fewer than a pack, an element at a time."""
+    sym, n, t = unit.name, len(unit.in_storage), tree_type(unit)
+    acc = ["v"] if v == 1 else [f"v{u}" for u in range(v)]
+    if v == 1:
+        read = [
+            "    if (r < R) {",
+            *_thread_loop(unit, call_name, "k0 + r", "R", " + c", "tcomb", f"({t})", "      "),
+            "    }",
+        ]
+    else:
+        types = [storage_ctype(st) for st in unit.in_storage]
+        into = lambda u, x: f"v{u} = {sym}_tcomb(v{u}, ({t}){x});"  # noqa: E731
+        chunks = _chunks(unit, entry, call_name, "p{i} + (k + j * R) * layout.red[{i}][0]", into)
+        at = [f"at[{i}] + k * layout.red[{i}][0]" for i in range(n)]
+        one = lambda u: mapped(unit, call_name, [f"in{i}[{a} + c + {u}]" for i, a in enumerate(at)])  # noqa: E731
+        read = [
+            f"    if (r < R && c + {v} <= w) {{",
+            *(f"      const {c}* p{i} = in{i} + at[{i}] + c;" for i, c in enumerate(types)),
+            *_chunk_loop(chunks, "k0 + r", "k1", "R", "      "),
+            "    } else if (r < R) {  // the tile's last results, fewer than a pack",
+            "      for (int64_t k = k0 + r; k < k1; k += R) {",
+            *(f"        if (c + {u} < w) v{u} = {sym}_tcomb(v{u}, ({t}){one(u)});" for u in range(v)),
+            "      }",
+            "    }",
+        ]
+    combine = []
+    for a in acc:
+        combine += [
+            f"      lanes[threadIdx.x] = {a};",
+            "      __syncthreads();",
+            "      for (int s = R / 2; s > 0; s /= 2) {",
+            f"        if (r < s) lanes[threadIdx.x] = {sym}_tcomb(lanes[threadIdx.x], lanes[threadIdx.x + s * q]);",
+            "        __syncthreads();",
+            "      }",
+            f"      {a} = lanes[threadIdx.x];",
+            "      __syncthreads();  // lanes[] is free for the next result and the block's next item",
+        ]
+    store = []
+    for u, a in enumerate(acc):
+        target = f"out[at[{n}] + (c + {u}) * layout.kept[{n}][layout.kept_ndim - 1]]"
+        store += [
+            f"    if (c + {u} < w) {{" if v > 1 else "    {",
+            "      if (layout.chunks == 1)",
+            f"        {store_result(unit, target, a)}",
+            "      else",
+            f"        partials[kc * layout.kept_count + m0 + c + {u}] = {a};",
+            "    }",
+        ]
+    return [
         _gpu_head(unit, entry, structs),
         f"  __shared__ {t} lanes[{unit.block_size}];",
         f"  const int64_t items = {COLUMN_ITEMS};",
@@ -231,39 +276,16 @@ def _packed_columns(unit, entry, structs, call_name: str) -> list[str]:
         f"    const int l = (int)threadIdx.x % q, r = (int)threadIdx.x / q, c = l * {v};",
         "    const int64_t k0 = kc * layout.chunk;",
         "    const int64_t k1 = k0 + layout.chunk < layout.red_count ? k0 + layout.chunk : layout.red_count;",
-        f"    {t} {', '.join(f'v{u} = ({t}){unit.identity}' for u in range(v))};",
-        f"    if (r < R && c + {v} <= w) {{",
-        *(f"      const {c}* p{i} = in{i} + at[{i}] + c;" for i, c in enumerate(types)),
-        *_chunk_loop(chunks, "k0 + r", "k1", "R", "      "),
-        "    } else if (r < R) {  // the tile's last results, fewer than a pack",
-        "      for (int64_t k = k0 + r; k < k1; k += R) {",
-        *(f"        if (c + {u} < w) v{u} = {sym}_tcomb(v{u}, ({t}){one(u)});" for u in range(v)),
-        "      }",
-        "    }",
+        f"    {t} {', '.join(f'{a} = ({t}){unit.identity}' for a in acc)};",
+        *read,
         "    if (R > 1) {  // the same R for the whole block: its barriers meet every thread",
+        *combine,
+        "    }",
+        "    if (r > 0) continue;",
+        *store,
+        "  }",
+        "}",
     ]
-    for u in range(v):
-        lines += [
-            f"      lanes[threadIdx.x] = v{u};",
-            "      __syncthreads();",
-            "      for (int s = R / 2; s > 0; s /= 2) {",
-            f"        if (r < s) lanes[threadIdx.x] = {sym}_tcomb(lanes[threadIdx.x], lanes[threadIdx.x + s * q]);",
-            "        __syncthreads();",
-            "      }",
-            f"      v{u} = lanes[threadIdx.x];",
-            "      __syncthreads();  // lanes[] is free for the next result and the block's next item",
-        ]
-    lines += ["    }", "    if (r > 0) continue;"]
-    for u in range(v):
-        lines += [
-            f"    if (c + {u} < w) {{",
-            "      if (layout.chunks == 1)",
-            f"        {store(u)}",
-            "      else",
-            f"        partials[kc * layout.kept_count + m0 + c + {u}] = v{u};",
-            "    }",
-        ]
-    return [*lines, "  }", "}"]
 
 
 def _block_items(unit, loop: list[str]) -> list[str]:
@@ -321,7 +343,7 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
             _gpu_head(unit, entries["packed_rows"], structs),
             *_block_items(unit, _packed_rows(unit, entries["packed_rows"], call_name)),
         ]
-        packed_columns = _packed_columns(unit, entries["packed_columns"], structs, call_name)
+        packed_columns = _columns(unit, entries["packed_columns"], structs, call_name, pack_elements(unit))
     return [
         _SHFL[backend],
         *_GPU_SHUFFLE.strip("\n").splitlines(),
@@ -351,48 +373,7 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         "  }",
         *_block_items(unit, strided),
         *packed_rows,
-        "// Block by block over the items (a tile of w <= `width` results contiguous in every input, over the",
-        "// reduced rows [k0, k1)): thread l + w r takes result m0 + l on rows k0 + r, k0 + r + R, ... (R rows a",
-        "// step: the most a power of two of w threads fill of the block), so each row is read in whole lines;",
-        "// a narrow tile's R values of a result are then combined pairwise in shared memory, in a fixed order.",
-        "// Its partial, or the result where the item is the only one.",
-        _gpu_head(unit, entries["columns"], structs),
-        f"  __shared__ {t} lanes[{unit.block_size}];",
-        f"  const int64_t items = {COLUMN_ITEMS};",
-        "  const int64_t cols = layout.kept_shape[layout.kept_ndim - 1];",
-        "  const int64_t tiles = (cols + layout.width - 1) / layout.width;",
-        "  for (int64_t i = gompute_block_linear(); i < items; i += (int64_t)gridDim.x * gridDim.y * gridDim.z) {",
-        "    const int64_t kc = i % layout.chunks, t = i / layout.chunks % tiles;",
-        "    const int64_t m0 = i / layout.chunks / tiles * cols + t * layout.width;",
-        f"    int64_t at[{n + 1}];",
-        f"    gompute_unravel<{n + 1}>(layout.kept_shape, layout.kept, layout.kept_ndim, m0, at, nullptr);",
-        "    const int w = (int)(cols - t * layout.width < layout.width ? cols - t * layout.width : layout.width);",
-        "    int R = 1;",
-        "    while (2 * R * w <= (int)blockDim.x) R *= 2;",
-        "    const int l = (int)threadIdx.x % w, r = (int)threadIdx.x / w;",
-        "    const int64_t k0 = kc * layout.chunk;",
-        "    const int64_t k1 = k0 + layout.chunk < layout.red_count ? k0 + layout.chunk : layout.red_count;",
-        f"    {t} v = ({t}){unit.identity};",
-        "    if (r < R) {",
-        *_thread_loop(unit, call_name, "k0 + r", "R", " + l", "tcomb", f"({t})", " " * 6),
-        "    }",
-        "    if (R > 1) {  // the same R for the whole block: its barriers meet every thread",
-        "      lanes[threadIdx.x] = v;",
-        "      __syncthreads();",
-        "      for (int s = R / 2; s > 0; s /= 2) {",
-        f"        if (r < s) lanes[threadIdx.x] = {sym}_tcomb(lanes[threadIdx.x], lanes[threadIdx.x + s * w]);",
-        "        __syncthreads();",
-        "      }",
-        "      v = lanes[threadIdx.x];",
-        "      __syncthreads();  // lanes[] is free for the block's next item",
-        "    }",
-        "    if (r > 0) continue;",
-        "    if (layout.chunks == 1)",
-        f"      {store_result(unit, f'out[at[{n}] + l * layout.kept[{n}][layout.kept_ndim - 1]]', 'v')}",
-        "    else",
-        "      partials[kc * layout.kept_count + m0 + l] = v;",
-        "  }",
-        "}",
+        *_columns(unit, entries["columns"], structs, call_name, 1),
         *packed_columns,
         "// A thread a result: its items' partials (few: _GPU_PARTIALS in gompute/reduce.py) combined in",
         f"// runs of {GPU_FINISH_RUN}, then the runs' results, in registers (a pairwise stack would live in",
