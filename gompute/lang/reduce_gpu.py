@@ -7,6 +7,9 @@ covers its result (`layout.chunks == 1`) thread 0 stores it, else it writes the 
 and the finish launch combines each result's partials, a thread a result. Short rows are a
 thread's each (up to the planner's gpu_thread_rows elements) or a group's of GPU_GROUP threads (up
 to gpu_group_rows), which combine their values with shuffles: a block's worth of them a block.
+Columns items are tiles of results, a thread a result (`_columns`). Where every input's elements
+lie on 16-byte boundaries (the planner's packs_rows, packs_columns), the packed entries read a pack
+of elements a load (`_chunks`): rows a pack at a time, columns a pack of results a thread.
 """
 
 from __future__ import annotations
@@ -258,7 +261,9 @@ def _columns(unit, entry, structs, call_name: str, v: int) -> list[str]:
             f"        partials[kc * layout.kept_count + m0 + c + {u}] = {a};",
             "    }",
         ]
+    what = "a result" if v == 1 else f"{v} results, a pack of each input a row"
     return [
+        f"// Tiles of results contiguous in every input, a thread {what} (reduce_gpu.py's _columns).",
         _gpu_head(unit, entry, structs),
         f"  __shared__ {t} lanes[{unit.block_size}];",
         f"  const int64_t items = {COLUMN_ITEMS};",
