@@ -127,11 +127,11 @@ def entries(monkeypatch):
 
 @pytest.mark.parametrize("text", ["cuda", "hip"])
 def test_packed_items_start_and_end_anywhere_in_a_pack(text, monkeypatch, entries):
-    """Rows contiguous in every input take the packed entry (16 bytes of the widest input a load):
-    items that start at every element of a pack, of lengths that end anywhere in one and around a
-    block's loads of them (4 packs a thread), two items a result, rows whose lengths put each one's first
-    element elsewhere in a pack, and two inputs of one width and of two. Inputs that meet their
-    pack boundaries at different elements take the rows entry."""
+    """Rows contiguous in every input take the packed rows entry (16 bytes of the widest input a
+    load): items that start at every element of a pack, of lengths that end anywhere in one and
+    around a block's loads of them (4 packs a thread), two items a result, rows whose lengths put
+    each one's first element elsewhere in a pack, and two inputs of one width and of two. Inputs
+    that meet their pack boundaries at different elements take the rows entry."""
     monkeypatch.setattr(reduce_module, "_GPU_PARTIALS", 2)
     total, largest, dot = on_gpu_text(K.total, text), on_gpu_text(K.largest, text), on_gpu_text(weighted, text)
     for dtype, v in ((np.int8, 16), (np.bool_, 16), (np.int16, 8), (np.float32, 4), (np.int64, 2)):
