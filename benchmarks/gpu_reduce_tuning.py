@@ -6,7 +6,8 @@ session with a GPU can set them from one run:
 - the packed entries' 16-byte loads at once a thread (GPU_PACK_LOADS: 2, 4, 8);
 - the launch bound's least blocks an SM (GPU_BLOCKS_AN_SM: 2, 4), which caps the registers;
 - the rows and columns entries instead of the packed ones (one element a load, GPU_LOADS at
-  once): the A/B of reading packs at all.
+  once): the A/B of reading packs at all; and those with 16 elements at once, not 8, for the
+  inputs that cannot be read in packs (strided, misaligned).
 
 A variant is the same kernel function made a reduction kernel of its own and first called (so
 generated, compiled and planned) with the constants patched; its later calls run what that made.
@@ -39,6 +40,7 @@ VARIANTS = {
     "8 packs at once": {(reduce_gpu, "GPU_PACK_LOADS"): 8},
     "launch bound 4 blocks an SM": {(reduce_gpu, "GPU_BLOCKS_AN_SM"): 4},
     "no packs": {(reduce_module, "pack_elements"): lambda spec: 1},
+    "no packs, 16 elements at once": {(reduce_module, "pack_elements"): lambda spec: 1, (reduce_gpu, "GPU_LOADS"): 16},
 }
 SHAPES = {"sum": None, "columns": 0}  # the axis reduced, of a flat array or of the square
 TYPES = {"f32": np.float32, "f16": np.float16, "i8": np.int8}
@@ -71,13 +73,16 @@ def _check(name: str, values: np.ndarray, axis, got: np.ndarray) -> None:
 
 
 def _built(gpu, name: str, constants: dict):
-    """A fresh g.reduce of _sum, generated, compiled and planned with `constants` by a first call
-    on a small array of type `name` (before any big buffer exists)."""
+    """A fresh g.reduce of _sum, generated, compiled and planned with `constants`: first called on a
+    small square of type `name`, whole and down its columns, before any big buffer exists, which
+    loads every entry the sweep then runs (a later first load of an entry would generate the
+    module's text again, without the constants)."""
     total = g.reduce(g.reduce_kernel(identity=0)(_sum))
-    small = (np.arange(4096) % 7).astype(TYPES[name])
+    small = (np.arange(4096) % 7).astype(TYPES[name]).reshape(64, 64)
     with gpu.empty(small.shape, from_dtype(small.dtype)) as x, _patched(constants):
         x.upload(small)
-        _check(name, small, None, _download(total(x), SUMS[name]))
+        for axis in SHAPES.values():
+            _check(name, small, axis, _download(total(x, axis=axis), SUMS[name]))
     return total
 
 

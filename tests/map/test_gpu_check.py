@@ -5,7 +5,6 @@ row must pass or skip. What comes after a module load in those scenarios is not 
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import subprocess
@@ -114,8 +113,8 @@ def test_the_reduction_scenarios_run_on_the_cuda_text(cuda):  # noqa: F811 - the
 
 def test_the_reduction_tuning_builds_each_variant_with_its_constants(cuda, monkeypatch):  # noqa: F811
     """gpu_reduce_tuning's variants of an i8 sum, whole and down the columns, on the fake at a small
-    size: each generated with its own constants, the packed entries planned except where packs are
-    off, every result right."""
+    size: every entry each runs generated with its own constants (none generated afterwards), the
+    packed entries planned except where packs are off, every result right."""
     if not images.is_fake(cuda):
         pytest.skip("on a real GPU gpu_check.py is run by hand (benchmarks/README.md)")
     sys.path.insert(0, str(SCRIPT.parent))
@@ -124,11 +123,12 @@ def test_the_reduction_tuning_builds_each_variant_with_its_constants(cuda, monke
     from gompute.lang import reduce_entries, reduce_gpu
     from gompute.reduce import BoundReduce
 
-    generated, planned = [], []
-    gpu_entries, plan = reduce_entries.gpu_entries, BoundReduce.plan
+    generated, planned, building = [], [], [None]
+    gpu_entries, plan, built = reduce_entries.gpu_entries, BoundReduce.plan, gpu_reduce_tuning._built
 
     def generate(*args):
-        generated.append((reduce_gpu.GPU_PACK_LOADS, reduce_gpu.GPU_BLOCKS_AN_SM))
+        constants = (reduce_gpu.GPU_PACK_LOADS, reduce_gpu.GPU_BLOCKS_AN_SM, reduce_gpu.GPU_LOADS)
+        generated.append((building[0], constants))
         return gpu_entries(*args)
 
     def plans(self, *args):
@@ -136,19 +136,34 @@ def test_the_reduction_tuning_builds_each_variant_with_its_constants(cuda, monke
         planned.append(found[0])
         return found
 
+    def build(gpu, name, constants):
+        building[0] = next(v for v, c in gpu_reduce_tuning.VARIANTS.items() if c is constants)
+        try:
+            return built(gpu, name, constants)
+        finally:
+            building[0] = None
+
     monkeypatch.setattr(reduce_entries, "gpu_entries", generate)
     monkeypatch.setattr(BoundReduce, "plan", plans)
+    monkeypatch.setattr(gpu_reduce_tuning, "_built", build)
     monkeypatch.setattr(gpu_reduce_tuning, "TYPES", {"i8": np.int8})
     rows = gpu_reduce_tuning.sweep(cuda, n=256 * 256, calls=1, repeats=1)
     assert [(r["variant"], r["what"]) for r in rows] == [
         (variant, what) for variant in gpu_reduce_tuning.VARIANTS for what in ("sum", "columns")
     ]
     assert all(r["error"] is None and r["ms"] > 0 and r["x copy"] > 0 for r in rows), rows
-    runs = [constants for constants, _ in itertools.groupby(generated)]  # a module's text may be made twice
-    assert runs == [(4, 2), (2, 2), (8, 2), (4, 4), (4, 2)], generated
-    # Each variant's first call (a small sum, all built first) and first columns call (an entry not
-    # loaded yet) are planned in Python; the rest take the C++ path.
-    assert planned == ["packed_rows"] * 4 + ["rows"] + ["packed_columns"] * 4 + ["columns"], planned
+    want = {
+        "as built": (4, 2, 8),
+        "2 packs at once": (2, 2, 8),
+        "8 packs at once": (8, 2, 8),
+        "launch bound 4 blocks an SM": (4, 4, 8),
+        "no packs": (4, 2, 8),
+        "no packs, 16 elements at once": (4, 2, 16),
+    }
+    assert set(want) == set(gpu_reduce_tuning.VARIANTS)
+    assert generated and all(constants == want.get(variant) for variant, constants in generated), generated
+    # Each variant's small sums (whole, columns) in Python; the timed calls take the C++ path.
+    assert planned == ["packed_rows", "packed_columns"] * 4 + ["rows", "columns"] * 2, planned
     assert "| no packs | " in gpu_reduce_tuning.tuning_table(rows)
 
 
