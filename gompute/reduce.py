@@ -70,6 +70,7 @@ class BoundReduce:
         self.kernel = kernel
         self.compute = _compute.Compute._open(backend, ordinal)
         self._arch = _target_arch(self.compute)
+        self._modules: dict[str, _core.Module] = {}
         self._launchers: dict[tuple, _core.Kernel] = {}
         self._rules: dict[str, _core.ReduceRules] = {}
         self.gpu = backend is not Backend.host  # how a call is cut: GPU blocks of threads, or host items
@@ -90,13 +91,18 @@ class BoundReduce:
             found = self._rules[spec.name] = cut_rules(spec, self.gpu)
         return found
 
+    def image(self, spec) -> bytes:
+        """`spec`'s module for this device: every entry, compiled (or from the cache)."""
+        return self.kernel.image_of(spec, self.backend.value, self._arch).data
+
     def launcher(self, spec, kind: str) -> _core.Kernel:
-        """The loaded entry `kind` of `spec`, compiled once."""
+        """The loaded entry `kind` of `spec`: its module generated, compiled and loaded once."""
         key = (spec.name, kind)
         found = self._launchers.get(key)
         if found is None:
-            image = self.kernel.image_of(spec, self.backend.value, self._arch)
-            module = self.compute.load_module(image.data)
+            module = self._modules.get(spec.name)
+            if module is None:
+                module = self._modules[spec.name] = self.compute.load_module(self.image(spec))
             found = self._launchers[key] = module.get_kernel(spec.entry(kind).symbol)
         return found
 

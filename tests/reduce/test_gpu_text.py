@@ -25,16 +25,12 @@ class TextBound(BoundReduce):
 
     def __init__(self, kernel, text: str):
         super().__init__(kernel, g.Backend.host)
-        self.gpu, self.text, self._modules = True, text, {}
+        self.gpu, self.text = True, text
 
-    def launcher(self, spec, kind):
-        module = self._modules.get(spec.name)
-        if module is None:
-            symbols = [e.symbol for e in spec.entry_points()]
-            warp = 64 if self.text == "hip" else 32
-            image = images.gpu_text_image(module_source([spec], self.text), symbols, spec.name + self.text, warp)
-            module = self._modules[spec.name] = self.compute.load_module(image)
-        return module.get_kernel(spec.entry(kind).symbol)
+    def image(self, spec) -> bytes:
+        symbols = [e.symbol for e in spec.entry_points()]
+        warp = 64 if self.text == "hip" else 32
+        return images.gpu_text_image(module_source([spec], self.text), symbols, spec.name + self.text, warp)
 
 
 def on_gpu_text(kernel, text: str) -> AutoReduce:

@@ -292,3 +292,26 @@ def test_jax_arrays_give_jax_arrays():
     got = g.reduce(K.sumsq)(jnp.asarray(x), axis=0)
     assert type(got).__module__.startswith("jax") and got.shape == (12,)
     _close(np.asarray(got), np.sum(x * x, axis=0))
+
+
+def test_a_kernel_is_generated_and_loaded_once_a_device_whatever_entries_it_takes(monkeypatch):
+    """Rows, columns and the finish come from one module: a later call needing another entry takes
+    it from the module loaded for the first, not a module generated and loaded again."""
+    from gompute.lang.reduce_kernel import ReduceKernel
+
+    made, image_of = [], ReduceKernel.image_of
+
+    def counted(self, spec, *args):
+        made.append(spec.name)
+        return image_of(self, spec, *args)
+
+    monkeypatch.setattr(ReduceKernel, "image_of", counted)
+
+    @g.reduce_kernel(identity=0)
+    def total(x):
+        return x
+
+    x = np.arange(300 * 4000, dtype=np.float32).reshape(300, 4000) % 7
+    for axis in (None, 0, 1):  # rows with a finish, columns, rows
+        np.testing.assert_allclose(g.reduce(total)(x, axis=axis), x.sum(axis=axis, dtype=np.float64), rtol=1e-6)
+    assert made == ["total__f32__reduce"], made
