@@ -147,7 +147,15 @@ py::object OutputMakers::make(PyObject* first, const int64_t* shape, int ndim, c
       return py::object();
     }
     if (!made) throw py::error_already_set();
-    return py::reinterpret_steal<py::object>(made);
+    py::object result = py::reinterpret_steal<py::object>(made);
+    // A Buffer made for a Buffer goes on its stream, where the general path leaves its result
+    // (kernel.py sets out.stream after the launch): same_place then takes the call.
+    if (Py_TYPE(first) == ArrayView::buffer_type() && Py_TYPE(made) == ArrayView::buffer_type()) {
+      const Buffer& in = py::handle(first).cast<const Buffer&>();
+      Buffer& out = result.cast<Buffer&>();
+      if (in.stream() && in.context() == out.context()) out.set_stream(in.stream());
+    }
+    return result;
   }
   return py::object();
 }

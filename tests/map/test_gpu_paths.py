@@ -113,6 +113,22 @@ def test_streams_order_the_launch(cuda):
     np.testing.assert_array_equal(download(cuda, y), relu(values, 3))
 
 
+def test_a_new_result_for_a_buffer_on_a_stream_is_on_that_stream(cuda):
+    """A call with no out= on a Buffer whose stream is set makes its result on that stream, as
+    the general path does; the C++ path takes such calls after the first (it made its result on
+    the default stream and sent every one to Python)."""
+    k, calls = counting(scale_relu)
+    stream = cuda.create_stream()
+    x = filled(cuda, values)
+    x.stream = stream
+    for scale in (1, 2, 3):
+        y = k(x, scale=scale)
+        assert y.stream is not None and y.stream.handle == stream.handle
+        stream.synchronize()
+        np.testing.assert_array_equal(download(cuda, y), relu(values, scale))
+    assert len(calls) == 1
+
+
 def test_an_untyped_out_buffer_is_ordered_on_the_launch_stream(cuda):
     """g.map reads an untyped out= through a typed view of it; the stream went on the view,
     and the caller's Buffer (and its __cuda_array_interface__) still named the default one."""

@@ -222,3 +222,20 @@ def test_cuda_buffers_take_the_fast_path_on_their_stream(cuda):  # noqa: F811 - 
     assert r(buf, axis=0, out=out) is out
     np.testing.assert_allclose(_down(cuda, out, np.float32), np.sum(x * x, axis=0), rtol=1e-5)
     assert len(calls) == warmed
+
+
+def test_a_new_result_for_a_buffer_on_a_stream_is_on_that_stream(cuda):  # noqa: F811 - the fixture
+    """No out= on a Buffer whose stream is set: the result is made on that stream, as the general
+    path makes it, and the C++ path takes every call but each entry's first (its result was on the
+    default stream, and same_place sent every such call to Python)."""
+    r, calls = counting(K.total)
+    x = rng.standard_normal((300, 70)).astype(np.float32)
+    buf = _on(cuda, x)
+    stream = cuda.create_stream()
+    buf.stream = stream
+    for axis in (None, 0, 1) * 2:  # packed rows, packed columns, short rows
+        got = r(buf, axis=axis)
+        assert got.stream is not None and got.stream.handle == stream.handle
+        stream.synchronize()
+        np.testing.assert_allclose(_down(cuda, got, np.float32), np.sum(x, axis=axis), rtol=1e-5, atol=1e-4)
+    assert len(calls) == 3
