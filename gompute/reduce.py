@@ -8,7 +8,7 @@ the axes asked for and returns an array of the first input's library: a 0-d one 
 
 The plan is the C++ planner's (`plan_reduce` in csrc/planner.h): the result's dimensions
 ("kept") outermost and the reduced ones innermost, each group with extent-1 dimensions dropped
-and neighbours merged where every array allows, then one of three first launches
+and neighbours merged where every array allows, then its first launch
 (`lang/reduce_entries.py`): `columns` where the innermost kept dimension is contiguous in every
 input and the reduced ones are not (the lanes run across results), `rows` otherwise (runs along
 the innermost reduced dimension, gathered where it is strided), and on a GPU their packed twins,
