@@ -20,6 +20,15 @@
 // no context switch per thread, as the map kernels need. A barrier or collective reached there
 // traps: the text names none that images.py saw.
 //
+// A GPU promises no order among a block's threads between barriers, nor among a grid's blocks:
+// FAKE_CUDA_TURNS sets the order the shim takes them in. `forward` (the default), `reverse` and
+// `scattered` give each thread a turn, in rising order of index, falling, or a walk through them
+// with a stride of its own each turn; `warps`, `warps-reverse` and `warps-scattered` let one warp
+// run until each of its lanes waits at the block's barrier (or has returned) before the next
+// warp, in that order, so that a warp runs ahead of the others. A launch's blocks take the same
+// order. A text whose results change with it reads memory that another thread of its block
+// writes with no barrier between (a race), which a GPU shows as wrong values now and then.
+//
 // What is undefined on a GPU traps here, with a message: a `__syncthreads` some threads of the
 // block return without reaching (a deadlock or worse on a GPU), a warp collective whose mask
 // names a lane that has returned, that the block does not have, or that meets another
@@ -37,6 +46,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <ucontext.h>
@@ -94,6 +104,54 @@ constexpr size_t kStackBytes = 64 * 1024;
 
 enum class Collective : unsigned char { shuffle, ballot, sync };
 
+enum class Order : unsigned char { forward, reverse, scattered, unknown };
+
+// FAKE_CUDA_TURNS: the order threads take turns in, and whether a warp runs ahead (see the top).
+struct Turns {
+  Order order = Order::forward;
+  bool by_warp = false;
+};
+
+static Turns turns_asked() {
+  const char* v = getenv("FAKE_CUDA_TURNS");
+  Turns turns;
+  if (!v || !*v) return turns;
+  if (!strncmp(v, "warps", 5) && (v[5] == '-' || !v[5])) {
+    turns.by_warp = true;
+    if (!v[5]) return turns;
+    v += 6;
+  }
+  turns.order = !strcmp(v, "forward")  ? Order::forward
+              : !strcmp(v, "reverse")  ? Order::reverse
+              : !strcmp(v, "scattered") ? Order::scattered
+                                        : Order::unknown;
+  return turns;
+}
+
+// The order of n things (threads or blocks) on one pass over them: (first + i * step) mod n for
+// i = 0 .. n - 1, with step prime to n so that each comes once. `pass` picks a scattered walk.
+struct Walk {
+  unsigned long long first, step, n;
+  unsigned long long at(unsigned long long i) const {
+    return step == 1 && first == 0 ? i : (unsigned long long)((first + (unsigned __int128)i * step) % n);
+  }
+};
+
+static unsigned long long gcd(unsigned long long a, unsigned long long b) {
+  while (b) a = std::exchange(b, a % b);
+  return a;
+}
+
+static Walk walk(Order order, unsigned long long n, unsigned long long pass) {
+  if (order == Order::reverse) return Walk{n - 1, n - 1, n};  // (n - 1)(i + 1) mod n = n - 1 - i
+  if (order != Order::scattered || n < 3) return Walk{0, 1, n};
+  unsigned long long h = (pass + 1) * 0x9e3779b97f4a7c15ull;
+  h ^= h >> 31;
+  unsigned long long step = 1 + (h >> 7) % (n - 1);
+  while (gcd(step, n) != 1) ++step;  // by n - 1 at the latest
+  return Walk{h % n, step, n};
+}
+
 // A thread's part in the warp collective it waits at.
 struct Lane {
   unsigned long long value;  // what it offers: a shuffle's bytes, a ballot's predicate
@@ -110,6 +168,7 @@ struct Grid {
   void (*thread)(void* kernel);  // runs the kernel once, as the thread threadIdx says
   void* kernel;
   unsigned int threads;          // per block
+  Turns turns;
   unsigned char* stacks = nullptr;
   ucontext_t* fibers = nullptr;  // one per thread of a block
   Lane* lanes = nullptr;
@@ -215,18 +274,33 @@ static void deadlock(Grid& grid) {
   trap(&grid, message);
 }
 
-// The block's threads, each on its fiber, in turns until all have returned. A turn that leaves
-// the block as it was (no thread arrived anywhere, completed anything or returned) would repeat
-// forever: the block deadlocks, as it would on a GPU.
+// The block's threads, each on its fiber, in turns until all have returned: each thread a turn
+// in the walk's order, or with FAKE_CUDA_TURNS=warps..., each warp's lanes turns until none of
+// them goes on, warps in the walk's order. A pass that leaves the block as it was (no thread
+// arrived anywhere, completed anything or returned) would repeat forever: the block deadlocks,
+// as it would on a GPU.
 static void run_fibers(Grid& grid) {
   grid.arrived = 0;
   for (unsigned int t = 0; t < grid.threads; ++t) start(grid, t);
-  for (unsigned int live = grid.threads; live && !grid.trapped;) {
+  const unsigned int group = grid.turns.by_warp ? kWarp : grid.threads;
+  const unsigned int groups = (grid.threads + group - 1) / group;
+  for (unsigned long long pass = 0, live = grid.threads; live && !grid.trapped; ++pass) {
     const unsigned long long before = grid.progress;
-    for (unsigned int t = 0; t < grid.threads && !grid.trapped; ++t) {
-      if (grid.done[t]) continue;
-      resume(grid, t);
-      if (grid.done[t]) --live, ++grid.progress;
+    const Walk order = walk(grid.turns.order, groups, pass);
+    for (unsigned int g = 0; g < groups && !grid.trapped; ++g) {
+      const unsigned int first = unsigned(order.at(g)) * group;
+      const unsigned int count = grid.threads - first < group ? grid.threads - first : group;
+      const Walk threads = walk(grid.turns.order, count, pass);
+      for (unsigned long long at = ~0ull; at != grid.progress && !grid.trapped;) {  // one turn, or until the warp stops
+        at = grid.progress;
+        for (unsigned int i = 0; i < count && !grid.trapped; ++i) {
+          const unsigned int t = first + unsigned(threads.at(i));
+          if (grid.done[t]) continue;
+          resume(grid, t);
+          if (grid.done[t]) --live, ++grid.progress;
+        }
+        if (!grid.turns.by_warp) break;
+      }
     }
     if (live && !grid.trapped && grid.progress == before) deadlock(grid);
   }
@@ -234,8 +308,9 @@ static void run_fibers(Grid& grid) {
 
 static void run_block(Grid& grid) {
   if (grid.on_fiber) return run_fibers(grid);
-  for (unsigned int t = 0; t < grid.threads; ++t) {
-    threadIdx = thread_index(t);
+  const Walk threads = walk(grid.turns.order, grid.threads, 0);
+  for (unsigned int i = 0; i < grid.threads; ++i) {
+    threadIdx = thread_index(unsigned(threads.at(i)));
     grid.thread(grid.kernel);
   }
 }
@@ -246,14 +321,18 @@ void run_grid(const gompute_host_launch* launch, void (*thread)(void*), void* ke
   gridDim = dim3{g.x, g.y, g.z};
   blockDim = dim3{b.x, b.y, b.z};
   t_dynamic_shared = static_cast<unsigned char*>(launch->shared);
-  Grid grid{launch, thread, kernel, b.x * b.y * b.z};
+  Grid grid{launch, thread, kernel, b.x * b.y * b.z, turns_asked()};
+  if (grid.turns.order == Order::unknown)
+    GOMPUTE_TRAP(launch, "FAKE_CUDA_TURNS is forward, reverse or scattered, each alone or after warps-");
   grid.on_fiber = cooperative;
   if (cooperative && !allocate(grid, grid.threads))
     GOMPUTE_TRAP(launch, "out of memory for the block's thread stacks");
   Grid* outer = t_grid;
   t_grid = &grid;
-  for (uint64_t linear = launch->block_begin; linear < launch->block_end && !grid.trapped; ++linear) {
-    const gompute_dim3 at = gompute_block_index(launch, linear);
+  const uint64_t first = launch->block_begin, count = launch->block_end - first;
+  const Walk blocks = walk(grid.turns.order, count, first);
+  for (uint64_t i = 0; i < count && !grid.trapped; ++i) {
+    const gompute_dim3 at = gompute_block_index(launch, first + blocks.at(i));
     blockIdx = uint3{at.x, at.y, at.z};
     run_block(grid);
   }

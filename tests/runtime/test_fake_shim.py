@@ -106,6 +106,14 @@ extern "C" __global__ void reverse_dynamic(float* data) {
 }
 
 extern "C" __global__ void __launch_bounds__(64) bounded(float* data) { data[threadIdx.x] = 1.0f; }
+
+// Each thread's tickets from one counter before and after its warp meets: the order the shim ran
+// the block's threads in (FAKE_CUDA_TURNS).
+extern "C" __global__ void tickets(unsigned int* counter, unsigned int* before, unsigned int* after) {
+  before[threadIdx.x] = atomicAdd(counter, 1u);
+  __syncwarp();
+  after[threadIdx.x] = atomicAdd(counter, 1u);
+}
 """
 TYPES = {"int": np.int32, "uint": np.uint32, "float": np.float32, "double": np.float64, "llong": np.int64}
 KERNELS = [
@@ -117,6 +125,7 @@ KERNELS = [
     "atomics",
     "reverse_dynamic",
     "bounded",
+    "tickets",
 ]
 ATOMIC_THREADS = 2048
 
@@ -277,3 +286,24 @@ def test_more_shared_memory_than_a_block_may_have_is_refused(device, module):
         kernel.launch(1, 64, 48 * 1024 + 1, [data.arg_ptr()])
     kernel.launch(1, 64, 48 * 1024, [data.arg_ptr()])  # the limit itself is allowed
     device.synchronize()
+
+
+@pytest.mark.parametrize("turns", ["forward", "reverse", "scattered", "warps", "warps-reverse"])
+def test_the_threads_take_turns_in_the_order_asked(device, module, monkeypatch, turns):
+    """FAKE_CUDA_TURNS (cuda_shim.h): each thread a turn, rising, falling or scattered, the two warps
+    here taking turns; or a warp at a time, the first in the order running to its end before the
+    second starts."""
+    monkeypatch.setenv("FAKE_CUDA_TURNS", turns)
+    zeros = np.zeros(64, np.uint32)
+    _, before, after = run(device, module, "tickets", 1, 64, [np.zeros(1, np.uint32), zeros, zeros])
+    tickets = np.stack([before, after])
+    assert sorted(tickets.ravel()) == list(range(128))
+    first, second = tickets[:, :32], tickets[:, 32:]
+    if turns == "warps-reverse":
+        first, second = second, first
+    assert (first.max() < second.min()) == turns.startswith("warps"), tickets
+    rising, order = list(range(64)), list(np.argsort(before))  # the threads in the order of their first turn
+    if turns == "scattered":
+        assert order not in (rising, rising[::-1]), order
+    elif not turns.startswith("warps"):
+        assert order == (rising if turns == "forward" else rising[::-1]), order
