@@ -56,9 +56,11 @@ $(FAKE_CUDA): tests/fakes/fake_libcuda.cpp tests/fakes/fake_device_memory.h gomp
 TEST_WORKERS ?= auto
 PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
+# The stand-in driver's pass runs a block's threads a warp at a time, warps in a scattered order
+# (tests/fakes/cuda_shim.h, FAKE_CUDA_TURNS); the host pass runs the GPU text in the default order.
 test: $(TEST_STAMP) $(FAKE_CUDA)
 	$(PYTEST)
-	GOMPUTE_LIBCUDA=$(abspath $(FAKE_CUDA)) FAKE_CUDA_DEVICES=2 $(PYTEST) tests/runtime tests/interop tests/map/test_gpu_paths.py tests/map/test_gpu_tuning.py tests/map/test_gpu_check.py tests/map/test_gpu_devices.py tests/map/test_torch_cuda_path.py tests/reduce/test_fake_cuda.py tests/reduce/test_reduce_fast_path.py \
+	GOMPUTE_LIBCUDA=$(abspath $(FAKE_CUDA)) FAKE_CUDA_DEVICES=2 FAKE_CUDA_TURNS=warps-scattered $(PYTEST) tests/runtime tests/interop tests/map/test_gpu_paths.py tests/map/test_gpu_tuning.py tests/map/test_gpu_check.py tests/map/test_gpu_devices.py tests/map/test_torch_cuda_path.py tests/reduce/test_fake_cuda.py tests/reduce/test_reduce_fast_path.py \
 	  tests/reduce/test_direct_results.py::test_cuda_rows tests/reduce/test_direct_results.py::test_cuda_columns
 
 BENCH_STAMP := $(VENV)/.gompute-bench

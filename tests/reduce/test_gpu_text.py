@@ -242,6 +242,48 @@ def test_narrow_columns_read_several_rows_a_step(text):
     np.testing.assert_allclose(total(f, axis=0), f.sum(axis=0, dtype=np.float64), rtol=1e-5, atol=1e-4)
 
 
+# FAKE_CUDA_TURNS (tests/fakes/cuda_shim.h): the orders beside the default (each thread a turn, rising).
+TURNS = ("reverse", "scattered", "warps", "warps-reverse", "warps-scattered")
+
+
+@pytest.mark.parametrize("text", ["cuda", "hip"])
+def test_results_do_not_depend_on_the_order_threads_run_in(text, monkeypatch, entries):
+    """A GPU runs a block's threads in no set order between barriers. Every order the shim knows
+    (each thread a turn, in rising, falling or scattered order, or a warp running ahead until it
+    waits at the block's barrier) gives the default order's bits: no thread reads shared memory
+    that another writes with no barrier between. One block takes every item, so that items reuse
+    warps[] and lanes[]; each entry, a short row a thread and a group, narrow columns (several
+    rows a step, combined in lanes[]), and the finish. Dropping the barrier that frees warps[] for
+    the block's next item changes only the warp-ahead orders' bits."""
+    monkeypatch.setattr(reduce_module, "_GPU_MAX_BLOCKS", 1)
+    total, largest = on_gpu_text(K.total, text), on_gpu_text(K.largest, text)
+    x = RNG.standard_normal(3 * 256 * 8 * 5 + 17).astype(np.float32)
+    m = RNG.standard_normal((300, 40)).astype(np.float32)
+    calls = [
+        lambda: total(x[1:]),  # packed rows
+        lambda: total(m.T[::2], axis=1),  # rows
+        lambda: largest(m[:, 1:], axis=1),
+        lambda: total(m, axis=0),  # packed columns
+        lambda: total(m[:, :39].copy(), axis=0),  # columns
+        lambda: total(m[:, :3].copy(), axis=0),  # narrow columns
+        lambda: largest(m[:, :5].copy(), axis=0),
+        lambda: total(m[:, :8], axis=1),  # short rows: a thread each
+        lambda: total(m.T[:, :100], axis=1),  # a group each
+    ]
+    results = lambda: [np.asarray(call()) for call in calls]  # noqa: E731
+    want = results()
+    assert {"rows", "columns", "packed_rows", "packed_columns"} <= set(entries), entries
+    np.testing.assert_allclose(want[0], np.sum(x[1:], dtype=np.float64), rtol=1e-6)
+    np.testing.assert_allclose(want[3], m.sum(axis=0), rtol=1e-5, atol=1e-5)
+    for turns in TURNS:
+        monkeypatch.setenv("FAKE_CUDA_TURNS", turns)
+        for call, got, expected in zip(calls, results(), want):
+            assert got.tobytes() == expected.tobytes(), (turns, call.__code__.co_firstlineno)
+    monkeypatch.setenv("FAKE_CUDA_TURNS", "sideways")
+    with pytest.raises(g.SyncFailed, match="FAKE_CUDA_TURNS is forward, reverse or scattered"):
+        total(x)
+
+
 GPU_SPECS = [K.sumsq.variant((g.f32,)), K.total.variant((g.i8,)), K.dot64.variant((g.f64, g.f64))]
 GPU_SPECS += [K.extreme.variant((g.f64,)), K.largest.variant((g.f16,))]
 
