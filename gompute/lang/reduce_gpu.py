@@ -247,8 +247,8 @@ def _columns(unit, entry, structs, call_name: str, v: int) -> list[str]:
             f"        if (r < s) lanes[threadIdx.x] = {sym}_tcomb(lanes[threadIdx.x], lanes[threadIdx.x + s * q]);",
             "        __syncthreads();",
             "      }",
+            # A thread reads back its own slot only, the one it writes next: no barrier before that.
             f"      {a} = lanes[threadIdx.x];",
-            "      __syncthreads();  // lanes[] is free for the next result and the block's next item",
         ]
     store = []
     for u, a in enumerate(acc):
