@@ -51,7 +51,8 @@ def _sample_specs():
 
 def _map_specs():
     specs = [k.specialize() for k in MAP_KERNELS]
-    return specs + [M.add.specialize(T.f32, T.f32), M.add.specialize(T.i64, T.f64), M.double.specialize(T.f16)]
+    specs += [M.add.specialize(T.f32, T.f32), M.add.specialize(T.i64, T.f64), M.double.specialize(T.f16)]
+    return specs + [M.double.specialize(T.i8)]  # one-byte lanes, 16 to a dwordx4
 
 
 # The modules compiled for each arch: the language's samples (as test_nvrtc.py compiles them for
