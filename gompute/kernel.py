@@ -225,7 +225,7 @@ class _Call:
     def _refuse_scalars(self) -> None:
         """A lazy call's inputs are arrays: a Python number or sequence has no chunks to run on."""
         for array in self.arrays:
-            if isinstance(array, (list, tuple, int, float, complex, bool)):
+            if _python_value(array):
                 raise ArgumentError(self._not_an_array(array))
 
     def _arity_message(self) -> str:
@@ -260,7 +260,7 @@ class _Call:
         return 1 if handle == 0 else handle
 
     def _import(self, array, wanted: int | None) -> _core.Buffer:
-        if isinstance(array, (list, tuple, int, float, complex, bool)):
+        if _python_value(array):
             raise ArgumentError(self._not_an_array(array))
         buffer = asbuffer(array, stream=wanted)
         if not buffer.typed:
@@ -563,3 +563,9 @@ def _numpy_bfloat16(array) -> np.dtype | None:
 
 def _same(x):
     return x
+
+
+def _python_value(x) -> bool:
+    """A Python number or sequence, which a call refuses as an input; not a NumPy scalar (a 0-d
+    array to it), though np.float64 and np.complex128 are Python floats and complexes too."""
+    return isinstance(x, (list, tuple, int, float, complex)) and not isinstance(x, np.generic)

@@ -45,6 +45,14 @@ def test_a_python_value_is_told_to_become_an_array_of_the_kernels_type(value):
         g.map(scale_relu)(value, scale=2)
 
 
+def test_numpy_scalars_are_0d_arrays_float64_too():
+    """np.float64 and np.complex128 subclass Python's float and complex; they map as 0-d arrays,
+    as every other NumPy scalar does."""
+    for value in (np.float64(0.25), np.complex128(1 - 2j), np.float32(0.25), np.int16(-3)):
+        got = g.map(add)(value, value)
+        assert got.shape == () and got.dtype == np.asarray(value).dtype and got == value + value, value
+
+
 def test_a_generic_kernels_list_gets_no_dtype_advice():
     message = r"add: y is a Python list, and g\.map takes arrays; pass np\.asarray\(y\)$"
     with pytest.raises(g.ArgumentError, match=message):

@@ -190,6 +190,14 @@ def test_argument_errors_name_g_reduce_not_g_map():
         g.reduce(K.dot)(x, x, x)
 
 
+def test_numpy_scalars_are_0d_arrays_float64_too():
+    """np.float64 and np.complex128 are Python floats and complexes as well; like every NumPy
+    scalar they reduce as 0-d arrays. Python's own numbers are refused (above)."""
+    for value in (np.float64(2.5), np.float32(2.5), np.int64(3), np.bool_(True)):
+        got = g.reduce(K.total)(value)
+        assert got == np.add.reduce(np.asarray(value), axis=None) and got.dtype == np.sum(value).dtype, value
+
+
 def test_complex_values_are_refused_naming_the_way_out():
     z = np.array([1 + 2j, 3 - 1j], np.complex64)
     with pytest.raises(g.ArgumentError, match=r"does not reduce complex values yet \(the accumulator would be c64\)"):
