@@ -184,8 +184,7 @@ class _Call:
 
     def run(self):
         k = self.kernel
-        if len(self.arrays) != k.arity:
-            raise ArgumentError(self._arity_message())
+        self._check_arity()
         packed = self._pack_params()
         if holds_dask_array((*self.arrays, self.out)):
             return self._lazy()
@@ -228,12 +227,20 @@ class _Call:
             if _python_value(array):
                 raise ArgumentError(self._not_an_array(array))
 
-    def _arity_message(self) -> str:
+    def _check_arity(self) -> None:
         k, given = self.kernel, len(self.arrays)
-        message = f"{k.name} takes {k.arity} array{'s' if k.arity != 1 else ''} ({', '.join(k.arg_names)}), got {given}"
-        if given > k.arity and k.params_class is not None:
-            message += f"; its params are keywords: {_call_example(self.verb, k, k.params_class.__fields__)}"
-        return message
+        if k.arity == 0:
+            raise ArgumentError(
+                f"{k.name} reads no arrays, and {self.verb} takes the shape and device of its work from the "
+                "arrays it is given; give the kernel an array argument, or launch it by hand (docs/kernels.md, "
+                "'A kernel, compiled and launched by hand')"
+            )
+        if given != k.arity:
+            arrays = f"array{'s' if k.arity != 1 else ''} ({', '.join(k.arg_names)})"
+            message = f"{k.name} takes {k.arity} {arrays}, got {given}"
+            if given > k.arity and k.params_class is not None:
+                message += f"; its params are keywords: {_call_example(self.verb, k, k.params_class.__fields__)}"
+            raise ArgumentError(message)
 
     def _pack_params(self) -> bytes | None:
         cls = self.kernel.params_class

@@ -174,8 +174,7 @@ class _ReduceCall(_Call):
 
     def run(self):
         k = self.kernel
-        if len(self.arrays) != k.arity:
-            raise ArgumentError(self._arity_message())
+        self._check_arity()
         packed = self._pack_params()
         if holds_dask_array((*self.arrays, self.out)):
             self._refuse_scalars()

@@ -26,6 +26,17 @@ def test_too_few_arrays_name_the_kernels_arrays():
         g.map(axpy)(x)
 
 
+@g.map_kernel
+def constant() -> g.f32:
+    return 1.0
+
+
+def test_a_kernel_of_no_arrays_is_told_what_g_map_needs():
+    for call in (lambda: g.map(constant)(), lambda: g.map(constant)(out=np.zeros(3, np.float32))):
+        with pytest.raises(g.ArgumentError, match=r"constant reads no arrays, .* give the kernel an array argument"):
+            call()
+
+
 def test_a_missing_param_names_the_kernel_and_shows_the_keyword():
     with pytest.raises(
         g.ArgumentError,

@@ -190,6 +190,16 @@ def test_argument_errors_name_g_reduce_not_g_map():
         g.reduce(K.dot)(x, x, x)
 
 
+@g.reduce_kernel(identity=0)
+def constant() -> g.f32:
+    return 1.0
+
+
+def test_a_kernel_of_no_arrays_is_told_what_g_reduce_needs():
+    with pytest.raises(g.ArgumentError, match=r"constant reads no arrays, and g\.reduce takes the shape"):
+        g.reduce(constant)()
+
+
 def test_numpy_scalars_are_0d_arrays_float64_too():
     """np.float64 and np.complex128 are Python floats and complexes as well; like every NumPy
     scalar they reduce as 0-d arrays. Python's own numbers are refused (above)."""
