@@ -302,7 +302,7 @@ class ReduceKernel:
             if isinstance(value, float) and not value.is_integer():
                 raise ArgumentError(f"{self.name}: identity={value!r} is not a value of the accumulator, {acc.name}")
             lo, hi = acc.range() if acc is not T.bool_ else (0, 1)
-            if self.combine in ("&", "|", "^") and acc.kind == "u":  # bits: -1 is all ones, as for NumPy
+            if self.combine in ("&", "|", "^") and acc.kind in ("u", "b"):  # bits: -1 is all ones (True), as for NumPy
                 value = int(value) % (hi + 1)
             if not lo <= int(value) <= hi:
                 raise ArgumentError(f"{self.name}: identity={value!r} is outside {acc.name}'s range")

@@ -61,9 +61,9 @@ def test_full_reduction_is_a_0d_array_of_numpy():
         (K.product, np.prod, ["u1", "i8", "f4"]),
         (K.largest, np.max, ["bool", "i1", "u8", "f2", "f8"]),
         (K.smallest, np.min, ["i2", "f4"]),
-        (K.all_bits, np.bitwise_and.reduce, ["u1", "i4"]),
+        (K.all_bits, np.bitwise_and.reduce, ["bool", "u1", "i4"]),  # identity -1: all ones, True
         (K.any_bits, np.bitwise_or.reduce, ["bool", "i8"]),
-        (K.parity, np.bitwise_xor.reduce, ["u4", "i2"]),
+        (K.parity, np.bitwise_xor.reduce, ["bool", "u4", "i2"]),
     ],
 )
 @pytest.mark.parametrize("axis", [None, 0, -1, (0, 1)])
