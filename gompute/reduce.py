@@ -37,7 +37,7 @@ from .kernel import (
     _same,
     _target_arch,
 )
-from .lang.reduce_kernel import ReduceKernel, normalize_axes
+from .lang.reduce_kernel import ReduceKernel, check_keepdims, normalize_axes
 from .lang.reduce_layout import (
     COLUMN_ROWS,
     GPU_GROUP,
@@ -170,7 +170,7 @@ class _ReduceCall(_Call):
 
     def __init__(self, auto: AutoReduce, arrays, out, stream, params, axis, keepdims):
         super().__init__(None, arrays, out, stream, params, auto=auto)
-        self.axis, self.keepdims = axis, bool(keepdims)
+        self.axis, self.keepdims = axis, check_keepdims(keepdims)
 
     def run(self):
         k = self.kernel

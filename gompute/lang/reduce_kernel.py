@@ -133,13 +133,21 @@ class ReduceSpecialization(Specialization):
 
 
 def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
-    """NumPy's axis argument as sorted non-negative axes: None is every axis."""
+    """NumPy's axis argument as sorted non-negative axes: None is every axis, else an integer or a
+    tuple of them (or a list, as torch's dim takes); never a bool, which NumPy refuses too."""
     if axis is None:
         return tuple(range(ndim))
-    try:
-        return tuple(sorted(np.lib.array_utils.normalize_axis_tuple(axis, ndim)))
-    except TypeError:
-        raise ArgumentError(f"axis must be None, an int or a tuple of ints, got {axis!r}") from None
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if not all(hasattr(type(a), "__index__") and not isinstance(a, (bool, np.bool_)) for a in axes):
+        raise ArgumentError(f"axis must be None, an int or a tuple of ints, got {axis!r}")
+    return tuple(sorted(np.lib.array_utils.normalize_axis_tuple(axes, ndim)))
+
+
+def check_keepdims(keepdims) -> bool:
+    """keepdims as a bool: True, False, or an integer 0 or 1 (NumPy takes those too)."""
+    if isinstance(keepdims, (bool, np.bool_)) or (type(keepdims) is int and keepdims in (0, 1)):
+        return bool(keepdims)
+    raise ArgumentError(f"keepdims must be True or False, got {keepdims!r}")
 
 
 class ReduceKernel:

@@ -176,8 +176,15 @@ def test_out_and_axis_errors():
         g.reduce(K.sumsq)(x, axis=2)
     with pytest.raises(ValueError, match="repeated|duplicate"):
         g.reduce(K.sumsq)(x, axis=(0, -2))
-    with pytest.raises(g.ArgumentError, match="axis must be"):
-        g.reduce(K.sumsq)(x, axis=1.5)
+    for axis in (1.5, True, (0, np.bool_(True)), [0, "1"]):  # NumPy refuses bools too
+        with pytest.raises(g.ArgumentError, match="axis must be"):
+            g.reduce(K.sumsq)(x, axis=axis)
+    assert g.reduce(K.sumsq)(x, axis=(np.int64(0), np.int32(-1))).shape == ()  # NumPy's integers are ints
+    assert g.reduce(K.sumsq)(x, axis=[1]).shape == (6,)  # a list, as torch's dim takes
+    for keepdims in ("no", None, 2):
+        with pytest.raises(g.ArgumentError, match="keepdims must be True or False"):
+            g.reduce(K.sumsq)(x, axis=0, keepdims=keepdims)
+    assert g.reduce(K.sumsq)(x, axis=0, keepdims=np.True_).shape == g.reduce(K.sumsq)(x, axis=0, keepdims=1).shape
     with pytest.raises(g.ArgumentError, match="g.reduce"):
         K.sumsq(x)
 
