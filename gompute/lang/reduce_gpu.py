@@ -323,7 +323,9 @@ def _gpu_head(unit, entry, structs) -> str:
     """The entry's signature. Its launch bound asks for two blocks an SM at least, no more: with the
     block size alone ptxas aims at an occupancy it reaches by spilling a value or two across the
     64-bit divisions' calls (48 or 64 registers and 8-16 bytes of stack, sm_80 to sm_121), where the
-    entries need 46-108 registers; two blocks of 256 with eight loads a thread in flight fill the pipe."""
+    entries need 46-108 registers; two blocks of 256 with eight loads a thread in flight fill the pipe.
+    HIP reads the second number as waves a SIMD (amdgpu_waves_per_eu): a block of 256 on a CDNA CU
+    (four SIMDs, waves of 64) is a wave a SIMD, so it asks the same two blocks there."""
     args = []
     for arg in entry.args:
         if arg.kind == "pointer":
