@@ -8,17 +8,18 @@ from .cache import CacheWarning, DiskCache, default_cache
 
 
 def build_image(
-    backend: str, source: str, arch: str | None, name: str, cache: DiskCache | None = None
+    backend: str, source: str, arch: str | None, name: str, cache: DiskCache | None = None, partitioned: bool = False
 ) -> tuple[bytes, str, Path]:
     """(image bytes, format, cache folder) of a whole module's `source` for `backend`/`arch`.
 
     host: a shared object ("so"); cuda: "sm_XX" → "cubin", "compute_XX" (or None, the most
-    portable PTX) → "ptx"; hip: "gfx..." → "hsaco".
+    portable PTX) → "ptx"; hip: "gfx..." → "hsaco". `partitioned` (host): a module of many large
+    functions, compiled a function apart on every core where the compiler can.
     """
     if backend == "host":
         from .host import compile_shared_object
 
-        data, folder = compile_shared_object(name, source, cache)
+        data, folder = compile_shared_object(name, source, cache, partitioned)
         return data, "so", folder
     if backend == "cuda":
         from . import nvrtc

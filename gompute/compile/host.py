@@ -17,6 +17,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,6 +44,10 @@ FLAGS = (
 # GCC only (Clang refuses it): a loop with a run-time trip count is emitted guarded (lang/codegen.py),
 # and splitting it in two at the guard would stop GCC vectorizing across it.
 GCC_FLAGS = ("-fno-split-loops",)
+# GCC only, for a module of many large functions (a reduction's, whose loops take seconds to
+# optimize): each function a partition of link-time optimization, the partitions compiled on every
+# core at once. The code runs as fast; a first g.reduce call on two cores takes 0.6x the time.
+PARTITIONED_GCC_FLAGS = ("-flto=auto", "-flto-partition=max")
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,11 @@ class HostCompiler:
         flags = FLAGS if "clang" in self.version.lower() else FLAGS + GCC_FLAGS
         return tuple(f for f in flags if f != "-march=native") if _has_march(self.command) else flags
 
+    def partitioned_flags(self) -> tuple[str, ...]:
+        """The options that compile a module's functions apart, on every core; () where this
+        compiler cannot (Clang and zig c++, or a GCC built without link-time optimization)."""
+        return PARTITIONED_GCC_FLAGS if _links_in_partitions(self) else ()
+
     def compile(self, source_path: Path, output: Path, extra: tuple[str, ...] = ()) -> None:
         argv = [*self.command, *self.flags, *extra, f"-I{INCLUDE_DIR}", "-o", str(output), str(source_path)]
         proc = subprocess.run(argv, capture_output=True, text=True)
@@ -70,6 +80,20 @@ class HostCompiler:
                 f"the host C++ compiler failed.\n"
                 f"source: {source_path}\ncommand: {shlex.join(argv)}\n{proc.stdout}{proc.stderr}"
             )
+
+
+@functools.cache
+def _links_in_partitions(compiler: HostCompiler) -> bool:
+    if "clang" in compiler.version.lower():
+        return False
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder) / "probe.cpp"
+        source.write_text('extern "C" int gompute_probe() { return 0; }\n')
+        argv = [*compiler.command, *compiler.flags, *PARTITIONED_GCC_FLAGS, "-o", f"{folder}/probe.so", str(source)]
+        try:
+            return subprocess.run(argv, capture_output=True, timeout=60).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
 
 
 def _has_march(command: tuple[str, ...]) -> bool:
@@ -160,15 +184,19 @@ def _launch_header_hash() -> str:
     return hashlib.sha256((INCLUDE_DIR / "gompute" / "host_launch.h").read_bytes()).hexdigest()[:16]
 
 
-def compile_shared_object(name: str, source: str, cache: DiskCache | None = None) -> tuple[bytes, Path]:
-    """The shared object built from `source` (a whole host module), and its cache folder."""
+def compile_shared_object(
+    name: str, source: str, cache: DiskCache | None = None, partitioned: bool = False
+) -> tuple[bytes, Path]:
+    """The shared object built from `source` (a whole host module), and its cache folder.
+    `partitioned`: the module's functions are compiled apart, on every core, where the compiler can."""
     compiler = find_compiler()
+    extra = compiler.partitioned_flags() if partitioned else ()
     key = {
         "gompute": gompute_version(),
         "backend": "host",
         "source": source,
         "compiler": compiler.identity,
-        "options": list(compiler.flags),
+        "options": [*compiler.flags, *extra],
         "target": compiler.target_cpu,
         "launch": _launch_header_hash(),
     }
@@ -176,7 +204,7 @@ def compile_shared_object(name: str, source: str, cache: DiskCache | None = None
     def build(folder: Path) -> None:
         src = folder / "source.cpp"
         src.write_text(source)
-        compiler.compile(src, folder / "host.so")
+        compiler.compile(src, folder / "host.so", extra)
 
     return (cache or default_cache()).get(name, key, "host.so", build, load_problem=_load_problem)
 

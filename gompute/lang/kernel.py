@@ -323,9 +323,9 @@ def compile_module(specs: list[Specialization], backend: str, arch: str | None, 
     """Compile the module holding `specs` for `backend`/`arch`."""
     from ..compile import build_image
 
-    source = module_source(specs, backend)
+    source, partitioned = module_source(specs, backend), any(s.partitioned_build for s in specs)
     try:
-        data, fmt, cache_dir = build_image(backend, source, arch, name)
+        data, fmt, cache_dir = build_image(backend, source, arch, name, partitioned=partitioned)
     except SourceRejected as e:  # the kernel was translated, so the code is ours to get right
         raise _ours(e) from None
     entries = tuple(e for s in specs for e in s.entry_points())

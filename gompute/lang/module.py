@@ -76,6 +76,10 @@ class Specialization:
     parameter and return types (`MapKernel.variant`); the entry points convert, exactly.
     """
 
+    # A host module holding it compiles its functions apart, on every core (compile/host.py): a
+    # reduction's many large loops take seconds to optimize, a map's three do not.
+    partitioned_build = False
+
     name: str  # entry symbol of the primary entry point
     function: ir.Function
     block_size: int

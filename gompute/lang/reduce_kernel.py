@@ -89,6 +89,8 @@ class ReduceSpecialization(Specialization):
     """One reduction specialization: the map part's function and storage, plus the combine,
     the accumulator and result types and the identity's C++ spelling."""
 
+    partitioned_build = True
+
     def __init__(
         self, name, function, block_size, in_storage, out_storage, *, combine, combine_fn, acc, result, identity
     ):

@@ -6,6 +6,7 @@ import re
 import shutil
 import stat
 
+import numpy as np
 import pytest
 
 import gompute as g
@@ -48,6 +49,48 @@ def test_gcc_only_options_go_to_gcc_only():
     clang = host.HostCompiler(("zig", "c++"), "clang version 22.1.8", "sapphirerapids")
     assert set(host.GCC_FLAGS) <= set(gcc.flags)  # Clang refuses -fno-split-loops
     assert not set(host.GCC_FLAGS) & set(clang.flags) and set(host.FLAGS) <= set(clang.flags)
+    assert clang.partitioned_flags() == ()  # -flto-partition is GCC's
+
+
+def _compiles(log) -> list[list[str]]:
+    """The logged compiler calls that built a cached module (not the probes)."""
+    return [line.split() for line in log.read_text().splitlines() if "source.cpp" in line]
+
+
+def test_a_reductions_module_compiles_in_partitions_and_a_maps_does_not(tmp_path, monkeypatch, logging_cxx):
+    """A reduction's loops take seconds to optimize: GCC compiles them a function a partition, on
+    every core; a map module's three entries compile as one."""
+    wrapper, log = logging_cxx
+    monkeypatch.setenv("CXX", str(wrapper))
+    monkeypatch.setenv("GOMPUTE_CACHE_DIR", str(tmp_path / "cache"))
+    if not host.find_compiler().partitioned_flags():
+        pytest.skip(f"{host.find_compiler().version} does not link in partitions")
+
+    @g.map_kernel
+    def twice(x: g.f32) -> g.f32:
+        return x * 2
+
+    @g.reduce_kernel(identity=0)
+    def squares(x: g.f32) -> g.f32:
+        return x * x
+
+    x = np.arange(10, dtype=np.float32)
+    assert np.array_equal(g.map(twice)(x), x * 2) and g.reduce(squares)(x) == (x * x).sum()
+    (map_call, reduce_call) = _compiles(log)
+    assert not any(flag.startswith("-flto") for flag in map_call)
+    assert set(host.PARTITIONED_GCC_FLAGS) <= set(reduce_call)
+
+
+def test_a_gcc_without_link_time_optimization_compiles_a_reduction_whole(tmp_path, monkeypatch, logging_cxx):
+    wrapper, log = logging_cxx
+    refusing = tmp_path / "no-lto-c++"
+    refusing.write_text(f'#!/bin/sh\ncase "$*" in *-flto*) exit 1;; esac\nexec {wrapper} "$@"\n')
+    refusing.chmod(refusing.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("CXX", str(refusing))
+    compiler = host.find_compiler()
+    assert compiler.partitioned_flags() == ()
+    data, _ = host.compile_shared_object("noop", SOURCE, DiskCache(tmp_path), partitioned=True)
+    assert data[:4] == b"\x7fELF" and not any(flag.startswith("-flto") for flag in _compiles(log)[-1])
 
 
 def test_a_missing_cxx_falls_back_to_the_system_compiler_and_says_so(monkeypatch):
