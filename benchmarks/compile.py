@@ -1,5 +1,7 @@
 """Compile times of one map kernel (the README's scale_relu): cold, warm from the disk cache, and
-warm in memory, on the host compiler and on NVRTC. Not a test: it prints a table.
+warm in memory, on the host compiler and on NVRTC; and a reduction's (an f32 sum of squares) cold
+on the host, whose module is many large loops (the README's "a first call compiles for seconds").
+Not a test: it prints a table.
 
     python benchmarks/compile.py
 
@@ -22,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import gompute.lang as g  # noqa: E402
 from gompute.compile import cache, nvrtc  # noqa: E402
 from gompute.lang.kernel import MapKernel  # noqa: E402
+from gompute.lang.reduce_kernel import ReduceKernel  # noqa: E402
 
 
 class Params(g.Params):
@@ -31,6 +34,10 @@ class Params(g.Params):
 def scale_relu(x: g.f32, p: Params) -> g.f32:
     y = x * p.scale
     return y if y > 0 else g.f32(0)
+
+
+def sumsq(x: g.f32) -> g.f32:
+    return x * x
 
 
 def _ms(seconds: float) -> str:
@@ -60,8 +67,20 @@ def measure(backend: str, arch: str | None, repeats: int = 5) -> list[tuple[str,
     ]
 
 
+def measure_reduction(repeats: int = 3) -> list[tuple[str, str]]:
+    cold = []
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as root:
+            os.environ[cache.ENV_VAR] = root
+            kernel = ReduceKernel(sumsq, identity=0)
+            t0 = time.perf_counter()
+            kernel.image_of(kernel.variant((g.f32,)), "host")  # every entry: what a first g.reduce call builds
+            cold.append(time.perf_counter() - t0)
+    return [(f"host: a reduction's cold compile (median of {repeats})", _ms(statistics.median(cold)))]
+
+
 def main() -> int:
-    rows = measure("host", None)
+    rows = measure("host", None) + measure_reduction()
     if nvrtc.available():
         rows += measure("cuda", "sm_90") + measure("cuda", "compute_90")
     else:
