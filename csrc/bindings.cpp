@@ -154,6 +154,9 @@ size_t in_span(const Span& span, size_t offset, size_t n, const char* what) {
   return span.base + offset;
 }
 
+// A transfer runs with the GIL released on a Buffer of its own: copying one takes a reference to
+// the memory while the GIL is held, so another thread's free() cannot pull the memory from under
+// the copy (the host frees at once).
 void upload(Buffer& b, py::handle src, py::handle nbytes, py::handle offset, py::handle stream_obj) {
   const size_t off = count_arg(offset, "upload: offset");
   Stream* stream = stream_arg(stream_obj, "upload: stream");
@@ -162,8 +165,9 @@ void upload(Buffer& b, py::handle src, py::handle nbytes, py::handle offset, py:
   size_t n = transfer_size(*view, optional_count_arg(nbytes, "upload: nbytes"), "upload");
   const size_t at = in_span(span, off, n, "upload");
   KeepAlive held = stream ? keep(view) : nullptr;
+  Buffer own(b);  // see above
   py::gil_scoped_release release;
-  b.upload(view->data(), n, at, stream, held);
+  own.upload(view->data(), n, at, stream, held);
 }
 
 void download(Buffer& b, py::handle dst, py::handle nbytes, py::handle offset, py::handle stream_obj) {
@@ -174,8 +178,9 @@ void download(Buffer& b, py::handle dst, py::handle nbytes, py::handle offset, p
   size_t n = transfer_size(*view, optional_count_arg(nbytes, "download: nbytes"), "download");
   const size_t at = in_span(span, off, n, "download");
   KeepAlive held = stream ? keep(view) : nullptr;
+  Buffer own(b);  // see above
   py::gil_scoped_release release;
-  b.download(view->data(), n, at, stream, held);
+  own.download(view->data(), n, at, stream, held);
 }
 
 // ---- Conversions -------------------------------------------------------------------
@@ -404,8 +409,9 @@ PYBIND11_MODULE(_core, m) {
             size_t n = nbytes.value_or(src_offset <= from.size ? from.size - src_offset : 0);
             const size_t src_at = in_span(from, src_offset, n, "copy_from (source)");
             const size_t dst_at = in_span(to, dst_offset, n, "copy_from (destination)");
+            Buffer to_own(b), from_own(src);  // as upload's: the memory held, with the GIL
             py::gil_scoped_release release;
-            b.copy_from(src, src_at, dst_at, n, stream);
+            to_own.copy_from(from_own, src_at, dst_at, n, stream);
           },
           py::arg("src"), py::arg("src_offset") = 0, py::arg("dst_offset") = 0, py::arg("nbytes") = py::none(),
           py::arg("stream") = py::none())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from functools import partial
 
 import numpy as np
 
@@ -83,3 +84,31 @@ def test_threads_can_each_open_their_own_compute(compute):
 
     _run_threads(worker, timeout=30)
     assert results == {t: bytes([t]) * 64 for t in range(THREADS)}
+
+
+def _copy_until_freed(copy, started: threading.Event, outcome: list) -> None:
+    started.set()
+    try:
+        while True:
+            copy()
+    except g.BufferFreed:
+        outcome.append("freed")
+
+
+def test_a_free_from_another_thread_leaves_a_copy_in_flight_its_memory(compute):
+    """upload, download and copy_from run with the GIL released; a free() meanwhile drops the
+    Buffer's handle, not the memory under the copy (the host frees at once): the copying thread's
+    next call raises BufferFreed, and nothing crashes."""
+    data = np.ones(64 << 20, np.uint8)
+    for name in ("upload", "download", "copy_from"):
+        b, other = compute.alloc(data.nbytes), compute.alloc(data.nbytes)
+        copy = {"upload": partial(b.upload, data), "download": partial(b.download, data)}
+        copy["copy_from"] = partial(other.copy_from, b)
+        started, outcome = threading.Event(), []
+        thread = threading.Thread(target=_copy_until_freed, args=(copy[name], started, outcome))
+        thread.start()
+        started.wait()
+        b.free()
+        thread.join(timeout=60)
+        assert not thread.is_alive() and outcome == ["freed"], name
+        other.free()
