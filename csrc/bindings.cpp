@@ -461,6 +461,7 @@ PYBIND11_MODULE(_core, m) {
       .def_buffer([](PinnedMemory& p) {
         return py::buffer_info(p.data(), 1, py::format_descriptor<uint8_t>::format(), 1, {p.nbytes()}, {1});
       });
+  reinterpret_cast<PyTypeObject*>(m.attr("PinnedMemory").ptr())->tp_as_buffer->bf_getbuffer = buffer_getbuffer;
 
   py::class_<Stream>(m, "Stream", "An ordered queue of work on one device.")
       .def_property_readonly("handle", [](const Stream& s) { return reinterpret_cast<uintptr_t>(s.handle()); })

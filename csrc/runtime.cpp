@@ -454,6 +454,15 @@ PinnedMemory::PinnedMemory(std::shared_ptr<Context> ctx, size_t nbytes) : ctx_(s
   data_ = ctx_->drv().host_alloc_pinned(nbytes ? nbytes : 1);
 }
 
+void* PinnedMemory::data() const {
+  // A GPU driver frees page-locked memory with its context.
+  if (!ctx_->alive())
+    raise(ErrorKind::InvalidHandle, "this pinned memory belongs to the " + ctx_->describe() +
+                                        " runtime, which was shut down (with its pinned memory); allocate new "
+                                        "pinned memory with alloc_pinned");
+  return data_;
+}
+
 PinnedMemory::~PinnedMemory() {
   if (!ctx_->alive() && ctx_->kind() != BackendKind::host) return;
   noexcept_call("free of pinned memory", [&] { ctx_->drv().host_free_pinned(data_); });

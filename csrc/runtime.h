@@ -190,7 +190,7 @@ class PinnedMemory {
  public:
   PinnedMemory(std::shared_ptr<Context> ctx, size_t nbytes);
   ~PinnedMemory();
-  void* data() const { return data_; }
+  void* data() const;  // InvalidHandle once its runtime is shut down
   size_t nbytes() const { return nbytes_; }
 
  private:

@@ -66,6 +66,7 @@ def test_old_handles_raise_after_shutdown_and_a_new_init_works(host_module_path,
     module = c.load_module(IMAGE)
     kernel = module.get_kernel("fill_u32")
     args = [buf.arg_ptr(), g.interface.arg(g.u64(16)), g.interface.arg(g.u32(1))]
+    pinned = c.alloc_pinned(64)  # a GPU driver frees it with its context
     loaded = g.runtime.stats()["modules_loaded"]
 
     {shutdown}
@@ -84,6 +85,7 @@ def test_old_handles_raise_after_shutdown_and_a_new_init_works(host_module_path,
     expect(g.InvalidHandle, c.synchronize, "synchronize")
     expect(g.InvalidHandle, c.create_stream, "create_stream")
     expect(g.InvalidHandle, lambda: c.load_module(IMAGE), "load_module")
+    expect(g.InvalidHandle, lambda: memoryview(pinned), "a view of pinned memory")
     buf.free()
     buf.free()
     stream.deinit()
@@ -102,10 +104,11 @@ def test_old_handles_raise_after_shutdown_and_a_new_init_works(host_module_path,
     expect(g.InvalidHandle, lambda: new_kernel.launch(1, 16, 0, args), "a new kernel with an old buffer")
     new_args = [new_buf.arg_ptr(), g.interface.arg(g.u64(16)), g.interface.arg(g.u32(1))]
     expect(g.InvalidHandle, lambda: kernel.launch(1, 16, 0, new_args), "an old kernel with a new buffer")
+    expect(g.InvalidHandle, lambda: new_buf.upload(pinned), "old pinned memory into a new buffer")
     print("ok reinit")
     """
     out = _run(host_module_path, body).stdout
-    assert out.count("ok ") == 17
+    assert out.count("ok ") == 19
     assert "InvalidHandle: this handle belongs to the host:0 runtime, which was shut down" in out
     assert "ok reinit" in out
 
