@@ -192,6 +192,9 @@ void order_for_consumer(const Buffer& buffer, py::handle stream) {
   if (!stream.is_none()) {
     consumer = intptr_t(int64_arg(stream, "__dlpack__: stream"));
     if (consumer == -1) return;  // the consumer asked for no synchronization
+    if (consumer < -1)  // no stream: the driver would take it as a handle and may crash on it
+      buffer_error("stream=" + std::to_string(consumer) + " is not a stream in DLPack (-1 is the only negative one: "
+                   "no synchronization); pass the consumer's stream handle, or None");
     if (!rocm && consumer == 0) buffer_error("stream=0 is ambiguous in DLPack; pass 1 for the legacy default stream");
     if (rocm && (consumer == 1 || consumer == 2))
       buffer_error("stream=" + std::to_string(consumer) + " is not a ROCm stream in DLPack; pass 0 for the default stream");

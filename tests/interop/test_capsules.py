@@ -419,6 +419,17 @@ def test_stream_minus_one_asks_for_no_ordering_and_names_no_stream():
     assert producer.asked == [-1] and buffer.stream is None
 
 
+@pytest.mark.parametrize("stream", [-2, -(2**63)])
+def test_a_negative_stream_but_minus_one_is_refused_before_the_driver_sees_it(stream):
+    """The array API's only negative stream is -1 (no ordering); any other would reach the driver
+    as a stream handle to wait on."""
+    from tests.conftest import open_compute
+
+    cuda = open_compute(g.Backend.cuda)
+    with pytest.raises(BufferError, match=rf"stream={stream} is not a stream in DLPack \(-1 is the only negative"):
+        cuda.empty((16,), g.f32).__dlpack__(stream=stream)
+
+
 def test_a_producer_whose_export_fails_is_named_with_its_reason(host):
     """As a torch nested tensor does: its __dlpack__ and its shape raise RuntimeError."""
 
