@@ -345,6 +345,8 @@ def stream_handle(stream) -> int:
     if isinstance(stream, bool):
         raise ArgumentError("a stream is a Stream object or an int handle, not a bool")
     if isinstance(stream, int):
+        if not -1 <= stream < 1 << 64:  # -1: DLPack's "do not synchronize", which callers refuse or take
+            raise ArgumentError(f"stream={stream} is no stream handle; pass a Stream, or a handle from 0 to 2**64 - 1")
         return stream
     if isinstance(stream, _core.Stream):
         return stream.handle

@@ -445,6 +445,12 @@ def test_stream_minus_one_names_no_stream_to_launch_on():
         g.map(scale_relu)(np.ones(4, np.float32), scale=2, stream=-1)
 
 
+@pytest.mark.parametrize("stream", [-5, 2**64])
+def test_an_int_that_is_no_handle_is_refused_as_a_stream(stream):
+    with pytest.raises(g.ArgumentError, match=rf"stream={stream} is no stream handle; pass a Stream, or a handle"):
+        g.map(scale_relu)(np.ones(4, np.float32), scale=2, stream=stream)
+
+
 @pytest.mark.parametrize("stream", [0, 1])
 def test_a_default_stream_handle_on_the_host_is_the_default_stream(stream):
     x = np.ones(4, np.float32)
