@@ -82,7 +82,10 @@ class Compute:
 
     def empty(self, shape, dtype) -> _core.Buffer:
         """A new C-contiguous typed Buffer (uninitialized), e.g. `empty((3, 4), g.f32)`."""
-        shape = (shape,) if hasattr(shape, "__index__") else tuple(shape)
+        try:
+            shape = (shape,) if hasattr(shape, "__index__") else tuple(shape)
+        except TypeError:
+            raise ArgumentError(f"a shape is an int or a tuple of non-negative ints, got {shape!r}") from None
         itemsize = resolve(dtype).itemsize
         count = 1
         for extent in shape:
