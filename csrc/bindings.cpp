@@ -442,6 +442,13 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("__cuda_array_interface__", cuda_array_interface)
       .def_property_readonly("__array_interface__", array_interface)
       .def("free", &Buffer::free, "Releases the memory; idempotent. Later use raises BufferFreed.")
+      .def("__reduce__",
+           [](const Buffer& b) -> py::object {
+             raise(ErrorKind::ArgumentError,
+                   "a Buffer is memory of this process's " + b.context()->describe() +
+                       " runtime and does not pickle or copy; send its values instead (np.asarray(buffer) on the host, "
+                       "buffer.download(array) anywhere)");
+           })
       .def("__enter__", [](Buffer& b) -> Buffer& { return b; }, py::return_value_policy::reference)
       .def("__exit__", [](Buffer& b, py::args) { b.free(); })
       .def("__repr__", [](const Buffer& b) {

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 
@@ -41,6 +44,13 @@ def test_buffer_properties(compute):
         assert b.arg_ptr().is_buffer and b.arg_ptr().nbytes == 8
         assert int.from_bytes(b.arg_ptr().data, "little") == b.device_addr()
     assert b.freed
+
+
+def test_a_buffer_does_not_pickle_or_copy_and_says_what_to_send(compute):
+    buf = compute.alloc(16)
+    for act in (pickle.dumps, copy.copy, copy.deepcopy):
+        with pytest.raises(g.ArgumentError, match=r"does not pickle or copy; send its values instead"):
+            act(buf)
 
 
 def test_host_buffers_are_64_byte_aligned(host):
