@@ -327,7 +327,21 @@ Layout Layout::bytes(size_t nbytes) {
   return l;
 }
 
+// A GPU reads an element only at a multiple of its size (else CUDA_ERROR_MISALIGNED_ADDRESS, which
+// ends the context); the host reads any address.
+static void check_aligned(const Context& ctx, DevicePtr first, const Layout& layout) {
+  if (ctx.kind() == BackendKind::host || layout.size() == 0) return;
+  const int64_t size = int64_t(layout.itemsize());
+  auto whole = [size](int64_t stride) { return stride % size == 0; };
+  if (first % uint64_t(size) == 0 && std::all_of(layout.strides.begin(), layout.strides.end(), whole)) return;
+  raise(ErrorKind::ArgumentError, "a " + std::string(backend_name(ctx.kind())) + " device reads a " +
+                                      std::to_string(size) + "-byte element only at an address that is a multiple " +
+                                      "of its size, and this array's first element or strides are not; copy it to an "
+                                      "array of its own first");
+}
+
 Buffer Buffer::wrap(std::shared_ptr<Context> ctx, DevicePtr data, Layout layout, KeepAlive owner, bool readonly) {
+  check_aligned(*ctx, data, layout);
   auto [lo, hi] = layout.extent();
   auto alloc = std::make_shared<Allocation>();
   alloc->ctx = ctx;
@@ -353,6 +367,7 @@ Buffer Buffer::view(Layout layout) const {
                                         "-byte buffer");
   if (layout.origin < 0 || layout.origin > int64_t(nbytes_))
     raise(ErrorKind::ArgumentError, "a view's offset must lie within the buffer");
+  check_aligned(*ctx_, alloc_->ptr + offset_ + uint64_t(layout.origin), layout);
   Buffer b = *this;
   b.layout_ = std::move(layout);
   return b;

@@ -53,6 +53,30 @@ def test_a_buffer_does_not_pickle_or_copy_and_says_what_to_send(compute):
             act(buf)
 
 
+def test_a_gpu_refuses_a_view_whose_elements_are_not_aligned_to_their_size(compute):
+    """A GPU faults on a misaligned element (CUDA_ERROR_MISALIGNED_ADDRESS ends the context); the
+    host reads any address. Aligned views, byte views and empty ones are fine everywhere."""
+    buf = compute.alloc(64)
+    misaligned = [lambda: buf.view(g.f32, (4,), offset=1), lambda: buf.view(g.f64, (2, 2), (16, 6), offset=8)]
+    misaligned.append(lambda: buf.view_bytes(2, 40).view(g.i32, (4,)))
+    for view in misaligned:
+        if compute.backend is g.Backend.host:
+            assert view().size > 0
+        else:
+            with pytest.raises(g.ArgumentError, match=r"reads a \d-byte element only at an address that is a multiple"):
+                view()
+    assert buf.view(g.f32, (4,), offset=4).size == 4 and buf.view(g.u8, (3,), offset=1).size == 3
+    assert buf.view(g.f32, (0,), offset=1).size == 0 and buf.view(g.f64, (2,), (-8,), offset=8).size == 2
+    if compute.backend is g.Backend.cuda:  # another library's array, through the CUDA Array Interface
+
+        class Foreign:
+            __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (buf.device_addr() + 2, False)}
+            __cuda_array_interface__ |= {"version": 3, "strides": None, "stream": None}
+
+        with pytest.raises(g.ArgumentError, match="first element or strides are not; copy it"):
+            g.asbuffer(Foreign())
+
+
 def test_host_buffers_are_64_byte_aligned(host):
     buffers = [host.alloc(n) for n in (1, 3, 64, 65, 1000)]
     assert all(b.device_addr() % 64 == 0 for b in buffers)
