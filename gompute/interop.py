@@ -265,6 +265,8 @@ def _read_array_interface(obj, what) -> np.ndarray:
     try:
         if not isinstance(interface, dict):
             raise TypeError(f"a {type(interface).__name__}, not a dict")
+        if interface.get("mask") is not None:  # NumPy ignores it: the masked elements would be read as values
+            raise ArgumentError(f"{what}: masked arrays (a 'mask' in __array_interface__) are not supported")
         _typestr(interface)  # NumPy's own message names no field
         return np.asarray(obj)
     except GomputeError:
@@ -281,6 +283,8 @@ def _typestr(interface: dict) -> np.dtype:
     """The NumPy dtype an interface's 'typestr' names; a TypeError naming the field if none."""
     typestr = interface["typestr"]
     try:
+        if not isinstance(typestr, str):  # np.dtype(None) is float64
+            raise TypeError
         return np.dtype(typestr)
     except TypeError:
         raise TypeError(f"'typestr' is {typestr!r}, which is no NumPy type string") from None

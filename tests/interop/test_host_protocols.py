@@ -314,6 +314,11 @@ class _Cai:
         self.__cuda_array_interface__ = cai
 
 
+class _Ai:
+    def __init__(self, interface):
+        self.__array_interface__ = interface
+
+
 class _Producer:
     def __init__(self, capsule, device):
         self.capsule, self.device = capsule, device
@@ -332,10 +337,21 @@ class _Producer:
         (_Cai({"version": 3, "shape": (2,), "typestr": "<f4", "data": None}), "malformed"),
         (_Cai({"version": 3, "shape": (2,), "typestr": "<f4", "data": (8, "no")}), "read-only flag"),
         (_Cai({"version": 3, "shape": ("2",), "typestr": "<f4", "data": (8, False)}), "malformed"),
+        (_Cai({"version": 3, "shape": (2,), "typestr": None, "data": (8, False)}), "'typestr' is None"),  # not f64
+        (_Ai({"version": 3, "shape": (2,), "typestr": "<f4", "data": bytes(8), "mask": np.ones(2, bool)}), "masked"),
         (_Producer(5, (1, 0)), r"__dlpack__\(\) returned an object of type int, not a DLPack capsule"),
         (_Producer(None, ("cpu", 0)), r"__dlpack_device__\(\) returned \('cpu', 0\)"),
     ],
-    ids=["cai-no-data", "cai-data-none", "cai-flag", "cai-shape", "dlpack-int", "dlpack-device"],
+    ids=[
+        "cai-no-data",
+        "cai-data-none",
+        "cai-flag",
+        "cai-shape",
+        "cai-typestr-none",
+        "ai-mask",
+        "dlpack-int",
+        "dlpack-device",
+    ],
 )
 def test_a_malformed_protocol_answer_is_a_gompute_error_naming_it(host, obj, match):
     with pytest.raises(g.ArgumentError, match=match):
