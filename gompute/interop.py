@@ -198,10 +198,13 @@ def _read_cuda_array_interface(obj, cai: dict, what) -> _core.Buffer:
     if readonly not in (True, False):  # a bool (NumPy's, or 0 and 1, taken too)
         raise TypeError(f"the read-only flag in 'data' is {readonly!r}, not a bool")
     readonly = bool(readonly)
+    ptr = None if ptr is None else operator.index(ptr)
+    if ptr is not None and not 0 <= ptr < 1 << 64:
+        raise ValueError(f"the pointer in 'data' is {ptr}, not an address from 0 to 2**64 - 1")
     dtype = _dtype(_typestr(cai), what)
-    shape = tuple(operator.index(d) for d in cai["shape"])
+    shape = _int64s(cai["shape"], "shape")
     strides = cai.get("strides")
-    strides = _c_strides(shape, dtype.itemsize) if strides is None else tuple(operator.index(s) for s in strides)
+    strides = _c_strides(shape, dtype.itemsize) if strides is None else _int64s(strides, "strides")
     stream = _interface_stream_handle(cai.get("stream") if version >= 3 else None, what)
     buffer = _core.wrap_pointer(
         Backend.cuda.kind,
@@ -327,6 +330,14 @@ def _has_buffer_protocol(obj) -> bool:
     except TypeError:
         return False
     return True
+
+
+def _int64s(values, field: str) -> tuple[int, ...]:
+    """An interface's shape or strides as ints of 64 bits; a ValueError naming the field if not."""
+    found = tuple(operator.index(v) for v in values)
+    if not all(-(1 << 63) <= v < 1 << 63 for v in found):
+        raise ValueError(f"'{field}' is {found}, whose entries must fit in 64 bits")
+    return found
 
 
 def _cuda_ordinal(obj, ptr: int) -> int:

@@ -338,6 +338,8 @@ class _Producer:
         (_Cai({"version": 3, "shape": (2,), "typestr": "<f4", "data": (8, "no")}), "read-only flag"),
         (_Cai({"version": 3, "shape": ("2",), "typestr": "<f4", "data": (8, False)}), "malformed"),
         (_Cai({"version": 3, "shape": (2,), "typestr": None, "data": (8, False)}), "'typestr' is None"),  # not f64
+        (_Cai({"version": 3, "shape": (2,), "typestr": "<f4", "data": (-8, False)}), "not an address from 0"),
+        (_Cai({"version": 3, "shape": (2**64,), "typestr": "<f4", "data": (8, False)}), "must fit in 64 bits"),
         (_Ai({"version": 3, "shape": (2,), "typestr": "<f4", "data": bytes(8), "mask": np.ones(2, bool)}), "masked"),
         (_Producer(5, (1, 0)), r"__dlpack__\(\) returned an object of type int, not a DLPack capsule"),
         (_Producer(None, ("cpu", 0)), r"__dlpack_device__\(\) returned \('cpu', 0\)"),
@@ -348,6 +350,8 @@ class _Producer:
         "cai-flag",
         "cai-shape",
         "cai-typestr-none",
+        "cai-pointer",
+        "cai-shape-64",
         "ai-mask",
         "dlpack-int",
         "dlpack-device",
