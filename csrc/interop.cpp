@@ -330,11 +330,13 @@ py::capsule to_dlpack(const Buffer& buffer, py::handle stream, py::handle max_ve
   buffer.allocation();  // raises BufferFreed
   bool versioned = false;
   if (!max_version.is_none()) {
+    // Python ints, not bools; any size (a major version past 2**63 is still past 1).
+    auto whole = [](py::handle v) { return PyLong_Check(v.ptr()) && !PyBool_Check(v.ptr()); };
     if (!py::isinstance<py::tuple>(max_version) || py::len(max_version) != 2 ||
-        !py::isinstance<py::int_>(max_version.cast<py::tuple>()[0]))
+        !whole(max_version.cast<py::tuple>()[0]) || !whole(max_version.cast<py::tuple>()[1]))
       raise(ErrorKind::ArgumentError, "max_version is a (major, minor) tuple of ints, or None; got " +
                                           py::repr(max_version).cast<std::string>());
-    versioned = max_version.cast<py::tuple>()[0].cast<int64_t>() >= 1;
+    versioned = py::int_(max_version.cast<py::tuple>()[0]) >= py::int_(1);
   }
   if (!copy.is_none() && !PyBool_Check(copy.ptr()))
     raise(ErrorKind::ArgumentError, "__dlpack__: copy= is True, False or None, got " + std::string(py::repr(copy)));

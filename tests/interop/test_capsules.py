@@ -339,10 +339,14 @@ def test_foreign_capsules_gompute_cannot_read(host, kwargs, match):
     assert made.deleted() == 0
 
 
-@pytest.mark.parametrize("max_version", [(), "1", (1,), ("1", "0")], ids=repr)
+@pytest.mark.parametrize("max_version", [(), "1", (1,), ("1", "0"), (1, "x"), (True, 0)], ids=repr)
 def test_a_max_version_that_is_no_version_is_refused_naming_it(pattern, max_version):
     with pytest.raises(g.ArgumentError, match=r"max_version is a \(major, minor\) tuple of ints"):
         pattern.__dlpack__(max_version=max_version)
+
+
+def test_a_max_version_past_64_bits_is_a_version_past_1(pattern):
+    assert capsule_name(pattern.__dlpack__(max_version=(2**70, 0))) == VERSIONED_NAME
 
 
 @pytest.mark.parametrize(
