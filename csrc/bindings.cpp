@@ -146,11 +146,12 @@ Span transfer_span(const Buffer& b, const char* what) {
 
 // The byte `offset` of a transfer of `n` bytes into the span, checked against it.
 size_t in_span(const Span& span, size_t offset, size_t n, const char* what) {
-  if (offset > span.size || n > span.size - offset)
+  if (offset > span.size || n > span.size - offset) {
+    const std::string end = offset + n < offset ? "past 2**64" : std::to_string(offset + n);  // wrapped around
     raise(ErrorKind::CopyFailed, std::string(what) + " of " + std::to_string(n) + " bytes at offset " +
                                      std::to_string(offset) + " overruns the " + std::to_string(span.size) +
-                                     "-byte buffer (asked for bytes [" + std::to_string(offset) + ", " +
-                                     std::to_string(offset + n) + "))");
+                                     "-byte buffer (asked for bytes [" + std::to_string(offset) + ", " + end + "))");
+  }
   return span.base + offset;
 }
 

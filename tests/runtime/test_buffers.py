@@ -201,7 +201,13 @@ def test_offsets_at_the_very_end_of_a_buffer(buf):
 
 @pytest.mark.parametrize(
     "nbytes, offset, span",
-    [(257, 0, "[0, 257)"), (8, 250, "[250, 258)"), (0, 257, "[257, 257)"), (1, 256, "[256, 257)")],
+    [
+        (257, 0, "[0, 257)"),
+        (8, 250, "[250, 258)"),
+        (0, 257, "[257, 257)"),
+        (1, 256, "[256, 257)"),
+        (8, 2**64 - 2, "[18446744073709551614, past 2**64)"),  # the end wrapped around to 6
+    ],
 )
 def test_overruns_are_refused_naming_size_and_range(buf, nbytes, offset, span):
     src = np.zeros(max(nbytes, 1), np.uint8)
