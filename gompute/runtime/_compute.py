@@ -113,7 +113,9 @@ class Compute:
 
     def create_event(self, timing: bool = True) -> _core.Event:
         """An event for ordering work across streams and, with `timing`, measuring it."""
-        return self._live("create_event").create_event(timing)
+        if timing not in (True, False):  # a bool (NumPy's too), or 1 or 0
+            raise ArgumentError(f"create_event: timing is True or False, got {timing!r}")
+        return self._live("create_event").create_event(bool(timing))
 
     @property
     def default_stream(self) -> _core.Stream:

@@ -31,6 +31,7 @@ BUFFER_CALLS = {
     "stream = 5": (lambda b, c: setattr(b, "stream", 5), "Buffer.stream takes a gompute Stream or None, got int"),
     "alloc 2**64": (lambda b, c: c.alloc(2**64), "alloc: nbytes must be from 0 to 2**64 - 1"),
     "empty shape None": (lambda b, c: c.empty(None, g.f32), "a shape is an int or a tuple of non-negative ints"),
+    "create_event timing": (lambda b, c: c.create_event(timing="yes"), "create_event: timing is True or False"),
     "alloc_pinned 2**64": (lambda b, c: c.alloc_pinned(2**64), "alloc_pinned: nbytes must be from 0 to 2**64 - 1"),
     "record on 5": (lambda b, c: c.create_event().record(5), "Event.record: stream takes a gompute Stream"),
     "wait on 5": (lambda b, c: c.create_event().wait(5), "Event.wait: stream takes a gompute Stream"),
