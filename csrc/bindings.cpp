@@ -442,6 +442,7 @@ PYBIND11_MODULE(_core, m) {
       .def("__dlpack_device__", dlpack_device)
       .def_property_readonly("__cuda_array_interface__", cuda_array_interface)
       .def_property_readonly("__array_interface__", array_interface)
+      .def("__array__", numpy_array, py::arg("dtype") = py::none(), py::arg("copy") = py::none())
       .def("free", &Buffer::free, "Releases the memory; idempotent. Later use raises BufferFreed.")
       .def("__reduce__",
            [](const Buffer& b) -> py::object {

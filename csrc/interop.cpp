@@ -304,6 +304,18 @@ py::dict array_interface(const Buffer& b) {
   return interface_dict(b, 3);
 }
 
+py::object numpy_array(py::handle self, py::handle dtype, py::handle copy) {
+  const Buffer& b = self.cast<const Buffer&>();
+  if (b.context()->kind() != BackendKind::host)
+    raise(ErrorKind::ArgumentError, "a " + std::string(backend_name(b.context()->kind())) +
+                                        " Buffer is device memory, which NumPy cannot view; download it into a NumPy "
+                                        "array (buffer.download(array)), or hand it to a GPU library through DLPack");
+  if (b.typed() && b.layout().code == kDLBfloat)
+    raise(ErrorKind::ArgumentError, "NumPy has no bfloat16: take a bf16 Buffer through DLPack (torch.from_dlpack, "
+                                    "jax.dlpack.from_dlpack) or view its bits (buffer.view(g.u16, shape))");
+  return py::module_::import("numpy").attr("array")(self, py::arg("dtype") = dtype, py::arg("copy") = copy);
+}
+
 py::buffer_info host_buffer_info(Buffer& b) {
   if (b.context()->kind() != BackendKind::host)
     raise(ErrorKind::ArgumentError, "a " + std::string(backend_name(b.context()->kind())) +

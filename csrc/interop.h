@@ -19,6 +19,11 @@ Buffer view(const Buffer& b, pybind11::handle dtype, pybind11::handle shape, pyb
 // AttributeError on other backends, so hasattr() tells.
 pybind11::dict cuda_array_interface(const Buffer& b);
 pybind11::dict array_interface(const Buffer& b);
+// NumPy's last resort (np.asarray after the buffer protocol and __array_interface__), which a host
+// Buffer's view never reaches: device memory and bf16 get an error naming the way out, where NumPy
+// would make a 0-d object array, as torch and CuPy refuse a device array; a direct call views a
+// host Buffer.
+pybind11::object numpy_array(pybind11::handle self, pybind11::handle dtype, pybind11::handle copy);
 // The buffer protocol of a host buffer (waits for its stream first).
 pybind11::buffer_info host_buffer_info(Buffer& b);
 

@@ -425,3 +425,20 @@ def test_jax_cpu_round_trip(host):
     assert buf.shape == (3, 4) and buf.dtype is g.f32
     assert buf.data_addr() == x.unsafe_buffer_pointer()
     np.testing.assert_array_equal(np.from_dlpack(buf), np.arange(12, dtype=np.float32).reshape(3, 4))
+
+
+def test_numpy_cannot_view_device_memory_or_bf16_and_is_told_so(compute):
+    """np.asarray of a GPU Buffer or a bf16 one made NumPy's 0-d object array; torch and CuPy
+    refuse a device array, and so does a Buffer, naming the way out. A direct __array__ of a host
+    Buffer is its view."""
+    buf = compute.empty((4,), g.f32)
+    if compute.backend is g.Backend.host:
+        buf.upload(np.arange(4, dtype=np.float32))
+        assert (
+            np.shares_memory(buf.__array__(), np.asarray(buf)) and buf.__array__(dtype=np.float64).dtype == np.float64
+        )
+        with pytest.raises(g.ArgumentError, match="NumPy has no bfloat16: take a bf16 Buffer through DLPack"):
+            np.asarray(compute.empty((4,), g.bf16))
+    else:
+        with pytest.raises(g.ArgumentError, match=f"a {compute.backend.value} Buffer is device memory, which NumPy"):
+            np.asarray(buf)
