@@ -155,9 +155,8 @@ size_t in_span(const Span& span, size_t offset, size_t n, const char* what) {
   return span.base + offset;
 }
 
-// A transfer runs with the GIL released on a Buffer of its own: copying one takes a reference to
-// the memory while the GIL is held, so another thread's free() cannot pull the memory from under
-// the copy (the host frees at once).
+// A transfer runs with the GIL released on a Buffer of its own, copied with the GIL held: another
+// thread's free() then drops a handle, not the memory under the copy (the host frees at once).
 void upload(Buffer& b, py::handle src, py::handle nbytes, py::handle offset, py::handle stream_obj) {
   const size_t off = count_arg(offset, "upload: offset");
   Stream* stream = stream_arg(stream_obj, "upload: stream");
@@ -444,13 +443,7 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("__array_interface__", array_interface)
       .def("__array__", numpy_array, py::arg("dtype") = py::none(), py::arg("copy") = py::none())
       .def("free", &Buffer::free, "Releases the memory; idempotent. Later use raises BufferFreed.")
-      .def("__reduce__",
-           [](const Buffer& b) -> py::object {
-             raise(ErrorKind::ArgumentError,
-                   "a Buffer is memory of this process's " + b.context()->describe() +
-                       " runtime and does not pickle or copy; send its values instead (np.asarray(buffer) on the host, "
-                       "buffer.download(array) anywhere)");
-           })
+      .def("__reduce__", refuse_pickle)
       .def("__enter__", [](Buffer& b) -> Buffer& { return b; }, py::return_value_policy::reference)
       .def("__exit__", [](Buffer& b, py::args) { b.free(); })
       .def("__repr__", [](const Buffer& b) {

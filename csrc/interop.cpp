@@ -316,6 +316,12 @@ py::object numpy_array(py::handle self, py::handle dtype, py::handle copy) {
   return py::module_::import("numpy").attr("array")(self, py::arg("dtype") = dtype, py::arg("copy") = copy);
 }
 
+py::object refuse_pickle(const Buffer& b) {
+  raise(ErrorKind::ArgumentError, "a Buffer is memory of this process's " + b.context()->describe() +
+                                      " runtime and does not pickle or copy; send its values instead "
+                                      "(np.asarray(buffer) on the host, buffer.download(array) anywhere)");
+}
+
 py::buffer_info host_buffer_info(Buffer& b) {
   if (b.context()->kind() != BackendKind::host)
     raise(ErrorKind::ArgumentError, "a " + std::string(backend_name(b.context()->kind())) +

@@ -24,6 +24,8 @@ pybind11::dict array_interface(const Buffer& b);
 // would make a 0-d object array, as torch and CuPy refuse a device array; a direct call views a
 // host Buffer.
 pybind11::object numpy_array(pybind11::handle self, pybind11::handle dtype, pybind11::handle copy);
+// Buffer.__reduce__: a Buffer is this process's memory; pickle and copy are told to send values.
+pybind11::object refuse_pickle(const Buffer& b);
 // The buffer protocol of a host buffer (waits for its stream first).
 pybind11::buffer_info host_buffer_info(Buffer& b);
 
