@@ -285,12 +285,12 @@ def _read_array_interface(obj, what) -> np.ndarray:
 def _typestr(interface: dict) -> np.dtype:
     """The NumPy dtype an interface's 'typestr' names; a TypeError naming the field if none."""
     typestr = interface["typestr"]
-    try:
-        if not isinstance(typestr, str):  # np.dtype(None) is float64
-            raise TypeError
-        return np.dtype(typestr)
-    except TypeError:
-        raise TypeError(f"'typestr' is {typestr!r}, which is no NumPy type string") from None
+    if isinstance(typestr, str):  # not None, which np.dtype reads as float64
+        try:
+            return np.dtype(typestr)
+        except TypeError:
+            pass
+    raise TypeError(f"'typestr' is {typestr!r}, which is no NumPy type string")
 
 
 def _from_array_interface(array: np.ndarray, what) -> _core.Buffer:
