@@ -222,14 +222,8 @@ def _abs(t: Type, a: list[str]) -> str:
     return a[0]
 
 
-def _pair(helper: str) -> Callable[[Type, list[str]], str]:
-    """min/max of two arguments, NaN-propagating like np.minimum; the frontend makes min(a, b, c)
-    a chain of pairs, so that the IR is as deep as the C++ it spells."""
-    return lambda t, a: f"{helper}({a[0]}, {a[1]})"
-
-
 def _clamp(t: Type, a: list[str]) -> str:
-    return f"gompute_min(gompute_max({a[0]}, {a[1]}), {a[2]})"
+    return _template("min")(t, [_template("max")(t, a[:2]), a[2]])
 
 
 def _is_nan(t: Type, a: list[str]) -> str:
@@ -349,10 +343,10 @@ def _math(names, signature, doc="", **fields) -> list[Builtin]:
 _T = (
     _entry(("abs", "absolute"), "x", SAME, _abs, True, "absolute value; of the most negative integer, wraps (NumPy)"),
     _entry("fabs", "x", FLOAT, _libm("fabs"), True, "absolute value, as a float"),
-    _entry("min", "a, b, ...", SAME, _pair("gompute_min"), True, "smallest argument; NaN if any is NaN (np.minimum)"),
-    _entry("max", "a, b, ...", SAME, _pair("gompute_max"), True, "largest argument; NaN if any is NaN (np.maximum)"),
-    _entry("minimum", "a, b", SAME, _pair("gompute_min"), True, "`min` of two"),
-    _entry("maximum", "a, b", SAME, _pair("gompute_max"), True, "`max` of two"),
+    _entry("min", "a, b, ...", SAME, _template("min"), True, "smallest argument; NaN if any is NaN (np.minimum)"),
+    _entry("max", "a, b, ...", SAME, _template("max"), True, "largest argument; NaN if any is NaN (np.maximum)"),
+    _entry("minimum", "a, b", SAME, _template("min"), True, "`min` of two"),
+    _entry("maximum", "a, b", SAME, _template("max"), True, "`max` of two"),
     _entry("fmin", "a, b", SAME, _template("fmin"), True, "the smaller; a NaN loses to a number"),
     _entry("fmax", "a, b", SAME, _template("fmax"), True, "the larger; a NaN loses to a number"),
     _entry("clamp", "x, lo, hi", SAME, _clamp, True, "min(max(x, lo), hi) (np.clip)"),

@@ -245,8 +245,8 @@ def _call(name: str, args: list):
     if name == "max":
         return _numpy(np.maximum, *args)
     if name == "clamp":  # the three promoted together, then min(max(x, lo), hi)
-        t = _numpy(np.result_type, *args)
-        x, lo, hi = (a if _weak(a) else np.asarray(a).astype(t) for a in args)
+        t = _numpy(np.result_type, *args)  # (max of two Python numbers alone would be NumPy's default type)
+        x, lo, hi = (_numpy(np.asarray, a, t) if _weak(a) else np.asarray(a).astype(t) for a in args)
         return _numpy(np.minimum, _numpy(np.maximum, x, lo), hi)
     if name == "where":
         return _select(*args)

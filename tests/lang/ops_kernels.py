@@ -327,3 +327,10 @@ def b_where(a, b, c):
 @map_kernel
 def py_aliases(a, b):
     return abs(a) + min(a, b) + max(a, b, 0) + round(a) + math.sqrt(abs(a)) + pow(abs(a), 0.5) + math.floor(a)
+
+
+@map_kernel
+def literal_bounds(a):
+    """min, max and clamp of an array and Python ints: each literal takes the array's type (the C++
+    spells the template's type: an int64_t array against 3LL, a long long, would not deduce one)."""
+    return g.min(0, a) + g.max(a, 7) + g.clamp(a, 1, 5) + g.clamp(3, 2, a)

@@ -257,6 +257,7 @@ def image():
     """Each case's entry symbol -> the compiled module that holds it."""
     specs = [_spec(c) for c in CASES] + [K.py_aliases.specialize(T.f32, T.f32)]
     specs += [K.mul_add.specialize(*[T.from_dtype(d)] * 3) for d in FLOATS]
+    specs += [K.literal_bounds.specialize(T.from_dtype(d)) for d in INTS + FLOATS]
     parts = [specs[k::PARTS] for k in range(PARTS)]
     with ThreadPoolExecutor(PARTS) as pool:
         built = list(pool.map(lambda k: compile_module(parts[k], "host", None, f"test_ops_{k}"), range(PARTS)))
@@ -311,6 +312,17 @@ def test_fma_rounds_once_and_a_product_plus_a_sum_twice(image, dtype):
     separate = _run(image, K.mul_add.specialize(*types), a, b, c)
     np.testing.assert_array_equal(fused, np.full(N, -e * e, dtype))
     np.testing.assert_array_equal(separate, a * b + c)  # zeros: no contraction into an FMA
+
+
+@pytest.mark.parametrize("dtype", INTS + FLOATS, ids=lambda d: np.dtype(d).name)
+def test_min_max_and_clamp_take_python_ints_in_the_arrays_type(image, dtype):
+    a = sample(dtype, np.random.default_rng(5))
+    got = _run(image, K.literal_bounds.specialize(T.from_dtype(dtype)), a)
+    with np.errstate(all="ignore"):
+        t = a.dtype.type
+        want = np.minimum(t(0), a) + np.maximum(a, t(7)) + np.clip(a, t(1), t(5)) + np.minimum(t(3), a)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
 
 
 def test_python_builtins_and_math_map_to_builtins(image):
