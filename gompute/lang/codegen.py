@@ -95,9 +95,10 @@ def _round(t: Type, code: str) -> str:
 class ExprEmitter:
     """IR expressions → C++ expressions."""
 
-    def __init__(self, params_names: dict[str, str], function_names: dict[int, str]):
+    def __init__(self, params_names: dict[str, str], function_names: dict[int, str], truncated=frozenset()):
         self.params_names = params_names
         self.function_names = function_names  # id(ir.Function) -> its C++ name in this module
+        self.truncated = truncated  # variables that may hold a float converted to an integer
 
     def expr(self, e: ir.Expr) -> str:
         return getattr(self, f"_{type(e).__name__}")(e)
@@ -165,6 +166,10 @@ class ExprEmitter:
         a, src, dst = self.expr(e.value), concrete(e.value.type), concrete(e.type)
         if dst.kind == "b":
             return f"((bool)({a}))"
+        held = "float" if is_half(dst) else dst.c_name
+        converted = f"({held})({a})"
+        if dst.is_float and src.kind in "iu" and _may_be_a_float_truncated(e.value, self.truncated):
+            converted = f"gompute_plus_zero<{held}>({converted})"
         if is_half(dst):
             if src is T.f64:
                 return f"gompute_round_{dst.name}_f64({a})"
@@ -172,8 +177,8 @@ class ExprEmitter:
                 return f"gompute_round_bf16_f64((double)({a}))"
             if dst is T.bf16 and src in (T.i64, T.u64):  # to f64 rounded to odd, then once to bf16
                 return f"gompute_round_bf16_f64(gompute_f64_round_odd_{src.name}({a}))"
-            return f"gompute_round_{dst.name}((float)({a}))"
-        return f"(({dst.c_name})({a}))"
+            return f"gompute_round_{dst.name}({converted})"
+        return f"({converted})"
 
     def _Call(self, e: ir.Call) -> str:
         compute = e.args[0].type
@@ -184,11 +189,42 @@ class ExprEmitter:
         return f"{self.function_names[id(e.function)]}({', '.join(self.expr(a) for a in e.args)})"
 
 
+def _may_be_a_float_truncated(e: ir.Expr, names: set[str]) -> bool:
+    """Whether the integer `e` may reach the compiler as a float converted to an integer: made of one
+    (the compiler drops `+ 0`, `* 1`, conversions), of the variables `names` (truncated_names) or of a
+    function's result, once inlined. Then a conversion of it back to a float needs gompute_plus_zero
+    (preludes/common.h)."""
+    if isinstance(e, ir.Cast) and concrete(e.value.type).is_float:
+        return True
+    if isinstance(e, ir.Var):
+        return e.name in names
+    if isinstance(e, (ir.Compare, ir.Logical)):  # a bool, whatever its operands
+        return False
+    if isinstance(e, ir.Select):
+        return _may_be_a_float_truncated(e.then, names) or _may_be_a_float_truncated(e.orelse, names)
+    parts = {ir.Unary: ("operand",), ir.Binary: ("left", "right"), ir.Cast: ("value",)}.get(type(e), ())
+    args = getattr(e, "args", []) + [getattr(e, p) for p in parts]
+    return isinstance(e, ir.FuncCall) or any(_may_be_a_float_truncated(a, names) for a in args)
+
+
+def truncated_names(fn: ir.Function) -> set[str]:
+    """The variables of `fn` that may hold a float converted to an integer: an @g.func's parameters
+    (its callers' values, once inlined; a kernel's are loaded from arrays) and what is assigned them."""
+    names = set() if fn.c_name.startswith(ir.KERNEL_PREFIX) else {p.name for p in fn.params}
+    assigns = [s for s in _walk(fn.body) if isinstance(s, ir.Assign)]
+    while True:
+        more = {s.target for s in assigns if _may_be_a_float_truncated(s.value, names)} - names
+        if not more:
+            return names
+        names |= more
+
+
 class FunctionEmitter(ExprEmitter):
     """One `ir.Function` → a `GOMPUTE_FN` C++ function, with `#line`s into the user's file."""
 
     def __init__(self, fn: ir.Function, params_struct_names: dict[type, str], function_names: dict[int, str]):
-        super().__init__({p.name: c_ident(p.name) for p in fn.params if p.params_class is not None}, function_names)
+        params = {p.name: c_ident(p.name) for p in fn.params if p.params_class is not None}
+        super().__init__(params, function_names, truncated_names(fn))
         self.fn = fn
         self.struct_names = params_struct_names
         self.lines: list[str] = []

@@ -164,6 +164,9 @@ class Param:
     params_class: type | None = None
 
 
+KERNEL_PREFIX = "gompute_kernel_"  # a kernel's C++ name starts so; an @g.func's does not
+
+
 @dataclass
 class Function:
     """One typed function: a kernel's element function or a specialization of an `@g.func`."""

@@ -199,7 +199,7 @@ class MapKernel:
         spec = self._specs.get(types)
         if spec is None:
             symbol = self.name if not self.generic else f"{self.name}__{'_'.join(t.name for t in types)}"
-            fn = translate(self.src, list(types), f"gompute_kernel_{symbol}", _specialize_call)
+            fn = translate(self.src, list(types), f"{ir.KERNEL_PREFIX}{symbol}", _specialize_call)
             spec = self._specs[types] = Specialization(symbol, fn, self.block_size)
         return spec
 

@@ -5,6 +5,8 @@ Each is specialized per dtype and all are compiled into one module per backend.
 
 import math
 
+import numpy as np
+
 import gompute.lang as g
 from gompute.lang import map_kernel
 
@@ -334,3 +336,45 @@ def literal_bounds(a):
     """min, max and clamp of an array and Python ints: each literal takes the array's type (the C++
     spells the template's type: an int64_t array against 3LL, a long long, would not deduce one)."""
     return g.min(0, a) + g.max(a, 7) + g.clamp(a, 1, 5) + g.clamp(3, 2, a)
+
+
+# A float converted to an integer and back: the integer 0 is +0.0, whatever the float's sign (GCC, given
+# -fno-trapping-math, would make each of these trunc(a), -0.0 for a in (-1, 0]).
+@map_kernel
+def round_trip_f32(a: g.f32) -> g.f32:
+    return g.f32(g.i32(a))
+
+
+@map_kernel
+def round_trip_f64(a: g.f64) -> g.f64:
+    return g.f64(g.i64(a))
+
+
+@map_kernel
+def round_trip_f16(a: g.f16) -> g.f16:
+    return g.f16(g.i16(a))
+
+
+@map_kernel
+def round_trip_through_a_variable(a: g.f32) -> g.f32:
+    i = g.i32(a) * 1
+    return g.f32(i)
+
+
+@g.func
+def truncated(a):
+    return g.i32(a)
+
+
+@map_kernel
+def round_trip_through_a_function(a: g.f32) -> g.f32:
+    return g.f32(truncated(a) + 0)
+
+
+ROUND_TRIPS = {
+    round_trip_f32: np.float32,
+    round_trip_f64: np.float64,
+    round_trip_f16: np.float16,
+    round_trip_through_a_variable: np.float32,
+    round_trip_through_a_function: np.float32,
+}

@@ -258,6 +258,7 @@ def image():
     specs = [_spec(c) for c in CASES] + [K.py_aliases.specialize(T.f32, T.f32)]
     specs += [K.mul_add.specialize(*[T.from_dtype(d)] * 3) for d in FLOATS]
     specs += [K.literal_bounds.specialize(T.from_dtype(d)) for d in INTS + FLOATS]
+    specs += [k.specialize() for k in K.ROUND_TRIPS]
     parts = [specs[k::PARTS] for k in range(PARTS)]
     with ThreadPoolExecutor(PARTS) as pool:
         built = list(pool.map(lambda k: compile_module(parts[k], "host", None, f"test_ops_{k}"), range(PARTS)))
@@ -323,6 +324,16 @@ def test_min_max_and_clamp_take_python_ints_in_the_arrays_type(image, dtype):
         want = np.minimum(t(0), a) + np.maximum(a, t(7)) + np.clip(a, t(1), t(5)) + np.minimum(t(3), a)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("kernel", K.ROUND_TRIPS, ids=lambda k: k.name)
+def test_a_float_through_an_integer_and_back_is_the_integers_value(image, kernel):
+    dtype = K.ROUND_TRIPS[kernel]
+    a = np.array([-0.5, -0.0, -0.99, 0.5, -1.5, 2.5, -3.0, 0.0], dtype)
+    got = _run(image, kernel.specialize(), a)
+    want = a.astype(np.int16).astype(dtype)  # +0.0 for every zero
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
 def test_python_builtins_and_math_map_to_builtins(image):

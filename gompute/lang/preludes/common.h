@@ -79,6 +79,11 @@ template <typename T> GOMPUTE_FN T gompute_max(T a, T b) {
   return a != a ? a : m;
 }
 
+// An integer converted to a float: +0.0 for 0, as C++ defines it. GCC (with -fno-trapping-math) turns
+// (float)(int)x into trunc(x), which is -0.0 for x in (-1, 0]; the select keeps the +0.0 (a compare
+// and a masked move a vector, where that happens).
+template <typename F> GOMPUTE_FN F gompute_plus_zero(F r) { return r == 0 ? (F)0 : r; }
+
 // Integer operations with NumPy's results: wrapping, floor semantics, x/0 == 0, no traps.
 // U is the unsigned type (>= 32 bits) the arithmetic wraps in.
 template <typename T, typename U> GOMPUTE_FN T gompute_iabs(T a) { return a < 0 ? (T)((U)0 - (U)a) : a; }

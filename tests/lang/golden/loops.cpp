@@ -62,7 +62,7 @@ GOMPUTE_FN float gompute_kernel_loops(int32_t x, float y) {
     }
   }
 #line 73 "sample_kernels.py"
-  return ((((acc + ((float)(k))) + 0.5f) + gompute_fn_square(y)) + ((float)(gompute_fn_square_2(2LL))));
+  return ((((acc + ((float)(k))) + 0.5f) + gompute_fn_square(y)) + (gompute_plus_zero<float>((float)(gompute_fn_square_2(2LL)))));
 }
 #line 68 "gompute-generated-entries"
 template <typename gompute_S0, typename gompute_S1, typename gompute_SO>
