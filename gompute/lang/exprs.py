@@ -309,6 +309,8 @@ class ExprLowering:
             return ir.Unary("neg", e, e.type)
         if concrete(e.type).is_float or is_complex(e.type):
             raise self.src.error(node, f"~ needs an integer or a bool, not {describe(e.type)}")
+        if isinstance(e, ir.Const) and isinstance(e.type, Weak) and not is_bool(e.type):
+            return ir.Const(~e.value, e.type)  # Python's ~256, -257: compared by value, as any literal
         return ir.Unary("not" if is_bool(e.type) else "invert", e, e.type)
 
     def _expr_Compare(self, node: ast.Compare):

@@ -30,6 +30,11 @@ def _i8_against_300(x: g.i8) -> g.i32:
     return g.i32(x < 300) + 2 * g.i32(x == -300) + 4 * g.i32(-300 < x)
 
 
+@g.map_kernel
+def _u16_against_inverted_256(x: g.u16) -> g.i32:
+    return g.i32(x <= ~256) + 2 * g.i32(x > ~256) + 4 * g.i32(x == ~0)  # Python's -257 and -1
+
+
 def test_an_integer_compared_with_a_python_int_beyond_its_range_is_compared_by_value():
     """NumPy 2 compares by value; compared through f64, u64 2**64 - 1 would round to 2**64 and equal it."""
     x = np.array([2**64 - 1, 2**64 - 1024, 5, 0], np.uint64)
@@ -37,6 +42,8 @@ def test_an_integer_compared_with_a_python_int_beyond_its_range_is_compared_by_v
     np.testing.assert_array_equal(g.map(_u64_against_two_to_the_64)(x), want.astype(np.int32))
     y = np.array([-128, 0, 127], np.int8)
     np.testing.assert_array_equal(g.map(_i8_against_300)(y), np.full(3, 5, np.int32))
+    z = np.array([0, 1, 65279, 65535], np.uint16)  # 65279 and 65535: -257 and -1 wrapped into u16
+    np.testing.assert_array_equal(g.map(_u16_against_inverted_256)(z), np.full(4, 2, np.int32))
 
 
 def _trips(N):
