@@ -14,7 +14,8 @@ input and the reduced ones are not (the lanes run across results), `rows` otherw
 the innermost reduced dimension, gathered where it is strided), and on a GPU their packed twins,
 `packed_rows` and `packed_columns`, where every input's elements lie on 16-byte pack boundaries
 (a load moves a pack, not an element). Its items are a fixed size, so results do not depend on
-the thread count.
+the thread count. A kernel's rows entries and its columns entries are two modules, each with the
+finish, compiled the first time a call needs one (lang/reduce_kernel.GROUPS).
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ class BoundReduce:
         self.kernel = kernel
         self.compute = _compute.Compute._open(backend, ordinal)
         self._arch = _target_arch(self.compute)
-        self._modules: dict[str, _core.Module] = {}
-        self._launchers: dict[tuple, _core.Kernel] = {}
+        self._modules: dict[tuple[str, str], _core.Module] = {}
+        self._launchers: dict[tuple[str, str], tuple[_core.Kernel, _core.Kernel]] = {}
         self._rules: dict[str, _core.ReduceRules] = {}
         self.gpu = backend is not Backend.host  # how a call is cut: GPU blocks of threads, or host items
 
@@ -91,19 +92,22 @@ class BoundReduce:
             found = self._rules[spec.name] = cut_rules(spec, self.gpu)
         return found
 
-    def image(self, spec) -> bytes:
-        """`spec`'s module for this device: every entry, compiled (or from the cache)."""
-        return self.kernel.image_of(spec, self.backend.value, self._arch).data
+    def image(self, part) -> bytes:
+        """`part`'s module for this device (a part of a specialization: `ReduceSpecialization.part`),
+        compiled or from the cache."""
+        return self.kernel.image_of(part, self.backend.value, self._arch).data
 
-    def launcher(self, spec, kind: str) -> _core.Kernel:
-        """The loaded entry `kind` of `spec`: its module generated, compiled and loaded once."""
+    def launchers(self, spec, kind: str) -> tuple[_core.Kernel, _core.Kernel]:
+        """The loaded entry `kind` of `spec` and the finish after it, from the module of their group
+        (lang/reduce_kernel.GROUPS): generated, compiled (or read from the cache) and loaded once."""
         key = (spec.name, kind)
         found = self._launchers.get(key)
         if found is None:
-            module = self._modules.get(spec.name)
+            part = spec.part(kind)
+            module = self._modules.get((spec.name, part.group))
             if module is None:
-                module = self._modules[spec.name] = self.compute.load_module(self.image(spec))
-            found = self._launchers[key] = module.get_kernel(spec.entry(kind).symbol)
+                module = self._modules[(spec.name, part.group)] = self.compute.load_module(self.image(part))
+            found = self._launchers[key] = tuple(module.get_kernel(part.entry(k).symbol) for k in (kind, "finish"))
         return found
 
 
@@ -136,7 +140,7 @@ class AutoReduce(_core.FastReduce):
         """Lets the C++ path take later calls like this one (`kernel.teach`), with both launches."""
 
         def remember(signature: str, out_format: str) -> None:
-            launchers = bound.launcher(spec, kind), bound.launcher(spec, "finish")
+            launchers = bound.launchers(spec, kind)
             self.remember(signature, out_format, kind, *launchers, bound.rules(spec), spec.partial_type.itemsize)
 
         teach(self, inputs, out, kind, first, make, remember)
@@ -237,12 +241,11 @@ class _ReduceCall(_Call):
         partials = bound.compute.empty(count, spec.partial_type).arg_ptr() if count else arg(u64(0))
         block, layout = Dim3(spec.block_size), arg(layout)
         extra = [arg(packed)] if packed is not None else []
+        core, finish = bound.launchers(spec, kind)
         if first_blocks:  # none: nothing to reduce, and the finish writes the identity
-            core = bound.launcher(spec, kind)
             args = [*(b.arg_ptr() for b in inputs), partials, out.arg_ptr(), layout, *extra]
             core.launch(Dim3(first_blocks), block, 0, args, stream, wait=host)
         if finish_blocks:  # none: the first launch stored the results, one item each
-            finish = bound.launcher(spec, "finish")
             finish.launch(Dim3(finish_blocks), block, 0, [partials, out.arg_ptr(), layout], stream, wait=host)
         if self.out is not None and _is_torch_tensor(self.out):  # a subclass's write counts too
             _count_write(self.out)

@@ -195,7 +195,7 @@ def _host_packed(entries) -> list[str]:
     host's loops read vectors already, so here each is its unpacked entry."""
     lines = []
     for kind in ("rows", "columns"):
-        if f"packed_{kind}" in entries:
+        if f"packed_{kind}" in entries:  # with its unpacked entry: the two are in one group
             e, plain = entries[f"packed_{kind}"], entries[kind]
             lines += [
                 f"GOMPUTE_HOST_ARITY({e.symbol}, {e.arity});",
@@ -208,7 +208,6 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
     sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
     entries = {e.kind: e for e in unit.entry_points()}
     lay = layout_type(unit)
-    rows = host_rows(unit, structs, call_name)
     pass_params = ", params" if unit.params_class is not None else ""
     inputs = ", ".join(f"in{k}" for k in range(n))
 
@@ -259,14 +258,19 @@ def _host_entries(unit, structs, call_name: str) -> list[str]:
     columns_body = [f"    {sym}_column_items({inputs}, partials, out, layout, first, last{pass_params});"]
 
     finish, F = entries["finish"], lanes(unit.partial_type)
+    first_passes = []
+    if "rows" in entries:
+        first_passes += [
+            *host_rows(unit, structs, call_name),
+            *host_short_rows(unit, structs, call_name),
+            *host_lane_rows(unit, structs, call_name),
+            *first_pass("rows", "layout.kept_count * layout.chunks", rows_body),
+        ]
+    if "columns" in entries:
+        first_passes += [*_host_columns(unit, structs, call_name), *first_pass("columns", COLUMN_ITEMS, columns_body)]
     return [
         *host_cascade(unit),
-        *rows,
-        *host_short_rows(unit, structs, call_name),
-        *host_lane_rows(unit, structs, call_name),
-        *_host_columns(unit, structs, call_name),
-        *first_pass("rows", "layout.kept_count * layout.chunks", rows_body),
-        *first_pass("columns", COLUMN_ITEMS, columns_body),
+        *first_passes,
         *_host_packed(entries),
         "// Results [m, m + L): each one's partials pairwise.",
         "template <int L>",

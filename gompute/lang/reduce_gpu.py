@@ -339,25 +339,39 @@ def _gpu_head(unit, entry, structs) -> str:
 
 
 def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
-    sym, a, t, n = unit.name, value_ctype(unit.acc), tree_type(unit), len(unit.in_storage)
+    """The entries `unit` has (all, or its part's: reduce_kernel.GROUPS), each first pass with the
+    helpers only it calls, and the finish."""
     entries = {e.kind: e for e in unit.entry_points()}
-    strided = _thread_loop(unit, call_name, "k0 + threadIdx.x", "(int64_t)blockDim.x", "", "comb", f"({a})", "    ")
-    packed_rows, packed_columns = [], []
+    first_passes = []
+    if "rows" in entries:
+        first_passes += _gpu_rows(unit, entries["rows"], structs, call_name)
     if "packed_rows" in entries:
-        packed_rows = [
+        first_passes += [
             "// The rows entry's block items where every input is contiguous along the one reduced dimension",
             "// (csrc/planner.cpp's packs_rows): a load moves a pack of elements, not one.",
             _gpu_head(unit, entries["packed_rows"], structs),
             *_block_items(unit, _packed_rows(unit, entries["packed_rows"], call_name)),
         ]
-        packed_columns = _columns(unit, entries["packed_columns"], structs, call_name, pack_elements(unit))
+    if "columns" in entries:
+        first_passes += _columns(unit, entries["columns"], structs, call_name, 1)
+    if "packed_columns" in entries:
+        first_passes += _columns(unit, entries["packed_columns"], structs, call_name, pack_elements(unit))
     return [
         _SHFL[backend],
         *_GPU_SHUFFLE.strip("\n").splitlines(),
         *_gpu_block(unit),
+        *first_passes,
+        *_gpu_finish(unit, entries["finish"], structs),
+    ]
+
+
+def _gpu_rows(unit, entry, structs, call_name: str) -> list[str]:
+    sym, a, t, n = unit.name, value_ctype(unit.acc), tree_type(unit), len(unit.in_storage)
+    strided = _thread_loop(unit, call_name, "k0 + threadIdx.x", "(int64_t)blockDim.x", "", "comb", f"({a})", "    ")
+    return [
         "// Block by block over the items (each a result's reduced elements [k0, k1)), the threads",
         "// striding through an item's elements; one partial an item, or the result where it is the only one.",
-        _gpu_head(unit, entries["rows"], structs),
+        _gpu_head(unit, entry, structs),
         "  if (layout.per_block > 1) {  // short rows: g threads a row (1 or GPU_GROUP: csrc/planner.cpp)",
         "    const int g = (int)(blockDim.x / layout.per_block), lane = (int)(threadIdx.x % g);",
         "    const int64_t groups = (int64_t)gridDim.x * gridDim.y * gridDim.z * layout.per_block;",
@@ -379,15 +393,18 @@ def gpu_entries(unit, structs, call_name: str, backend: str) -> list[str]:
         "    return;",
         "  }",
         *_block_items(unit, strided),
-        *packed_rows,
-        *_columns(unit, entries["columns"], structs, call_name, 1),
-        *packed_columns,
+    ]
+
+
+def _gpu_finish(unit, entry, structs) -> list[str]:
+    sym, t, n = unit.name, tree_type(unit), len(unit.in_storage)
+    return [
         "// A thread a result: its items' partials (few: _GPU_PARTIALS in gompute/reduce.py) combined in",
         f"// runs of {GPU_FINISH_RUN}, then the runs' results, in registers (a pairwise stack would live in",
         "// local memory); stored through the output's strides. A few results of many partials each (the",
         "// planner's finish_per_block 1) take a block each: its threads stride through the partials, loading",
         f"// {GPU_LOADS} at a time, and the block combines their values (a full sum's 4096 partials: 16 a thread).",
-        _gpu_head(unit, entries["finish"], structs),
+        _gpu_head(unit, entry, structs),
         "  if (layout.finish_per_block == 1) {",
         "    const int64_t count = layout.chunks, step = layout.kept_count;",
         "    for (int64_t m = gompute_block_linear(); m < step; m += (int64_t)gridDim.x * gridDim.y * gridDim.z) {",

@@ -30,7 +30,7 @@ def cuda(monkeypatch):
         def image_of(self, spec, backend, arch=None):
             entries = tuple(spec.entry_points())
             source = module_source([spec], "cuda")
-            data = images.gpu_text_image(source, (e.symbol for e in entries), spec.name + "_fake")
+            data = images.gpu_text_image(source, (e.symbol for e in entries), f"{spec.name}__{spec.group}_fake")
             return lang.Image(data, "cubin", "cuda", arch, entries, None)
 
         monkeypatch.setattr(ReduceKernel, "image_of", image_of)

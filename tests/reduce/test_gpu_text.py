@@ -27,10 +27,10 @@ class TextBound(BoundReduce):
         super().__init__(kernel, g.Backend.host)
         self.gpu, self.text = True, text
 
-    def image(self, spec) -> bytes:
-        symbols = [e.symbol for e in spec.entry_points()]
-        warp = 64 if self.text == "hip" else 32
-        return images.gpu_text_image(module_source([spec], self.text), symbols, spec.name + self.text, warp)
+    def image(self, part) -> bytes:
+        symbols = [e.symbol for e in part.entry_points()]
+        warp, name = 64 if self.text == "hip" else 32, f"{part.name}__{part.group}_{self.text}"
+        return images.gpu_text_image(module_source([part], self.text), symbols, name, warp)
 
 
 def on_gpu_text(kernel, text: str) -> AutoReduce:

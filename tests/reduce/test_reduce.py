@@ -319,15 +319,15 @@ def test_jax_arrays_give_jax_arrays():
     _close(np.asarray(got), np.sum(x * x, axis=0))
 
 
-def test_a_kernel_is_generated_and_loaded_once_a_device_whatever_entries_it_takes(monkeypatch):
-    """Rows, columns and the finish come from one module: a later call needing another entry takes
-    it from the module loaded for the first, not a module generated and loaded again."""
+def test_a_kernel_compiles_each_group_of_entries_on_first_use_and_once(monkeypatch):
+    """Rows with their finish and columns with theirs are two modules (reduce_kernel.GROUPS): a full
+    sum compiles no columns loop, and a later call needing an entry already built loads nothing new."""
     from gompute.lang.reduce_kernel import ReduceKernel
 
     made, image_of = [], ReduceKernel.image_of
 
     def counted(self, spec, *args):
-        made.append(spec.name)
+        made.append((spec.name, spec.group))
         return image_of(self, spec, *args)
 
     monkeypatch.setattr(ReduceKernel, "image_of", counted)
@@ -337,6 +337,13 @@ def test_a_kernel_is_generated_and_loaded_once_a_device_whatever_entries_it_take
         return x
 
     x = np.arange(300 * 4000, dtype=np.float32).reshape(300, 4000) % 7
-    for axis in (None, 0, 1):  # rows with a finish, columns, rows
+    for i, axis in enumerate((None, 1, 0, None, 0)):  # rows with a finish, rows, columns with a finish, again
         np.testing.assert_allclose(g.reduce(total)(x, axis=axis), x.sum(axis=axis, dtype=np.float64), rtol=1e-6)
-    assert made == ["total__f32__reduce"], made
+        if i == 1:
+            assert made == [("total__f32__reduce", "rows")], made
+    assert made == [("total__f32__reduce", "rows"), ("total__f32__reduce", "columns")], made
+    rows, columns = (total.variant((g.f32,)).part(k) for k in ("rows", "columns"))
+    assert [e.kind for e in rows.entry_points()] == ["rows", "packed_rows", "finish"]
+    assert [e.kind for e in columns.entry_points()] == ["columns", "packed_columns", "finish"]
+    source = total.source("host", g.f32)  # the whole, as a user reads it
+    assert all(f"{e.symbol})" in source for e in total.variant((g.f32,)).entry_points())
