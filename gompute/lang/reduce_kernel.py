@@ -102,7 +102,19 @@ class ReduceSpecialization(Specialization):
     group: str | None = None
 
     def __init__(
-        self, name, function, block_size, in_storage, out_storage, *, combine, combine_fn, acc, result, identity
+        self,
+        name,
+        function,
+        block_size,
+        in_storage,
+        out_storage,
+        *,
+        combine,
+        combine_fn,
+        acc,
+        result,
+        identity,
+        identity_is_zero=False,
     ):
         super().__init__(name, function, block_size, in_storage, out_storage)
         self.combine = combine  # one of COMBINES, or "func"
@@ -110,6 +122,9 @@ class ReduceSpecialization(Specialization):
         self.acc = acc
         self.result = result
         self.identity = identity  # a C++ expression of the accumulator's value type
+        # A float sum of a zero identity stores identity + its sum: the sum of -0.0s is then +0.0, as
+        # NumPy's and torch's (which start from +0.0), whichever of its paths added them.
+        self.adds_identity = combine == "+" and acc.is_float and identity_is_zero
         self._parts: dict[str, ReduceSpecialization] = {}
 
     def part(self, kind: str) -> ReduceSpecialization:
@@ -315,6 +330,7 @@ class ReduceKernel:
             acc=acc,
             result=result,
             identity=self._identity_code(acc),
+            identity_is_zero=self.identity is not None and self.identity == 0,
         )
 
     def _identity_code(self, acc: ScalarType) -> str:

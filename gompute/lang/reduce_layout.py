@@ -201,5 +201,8 @@ def layout_type(unit) -> str:
 
 
 def store_result(unit, target: str, value: str) -> str:
-    """Store the accumulator `value` as the result into the output element `target`."""
-    return _write(unit.out_storage, unit.result, target, f"(({value_ctype(unit.result)}){value})")
+    """Store the accumulator `value` as the result into the output element `target` (a float sum's
+    added to its zero identity: ReduceSpecialization.adds_identity)."""
+    r = value_ctype(unit.result)
+    result = f"(({r}){value} + ({r}){unit.identity})" if unit.adds_identity else f"(({r}){value})"
+    return _write(unit.out_storage, unit.result, target, result)

@@ -142,8 +142,11 @@ def _tile_rows_of(unit, structs) -> list[str]:
     o, v, m = storage_ctype(unit.out_storage), f"{sym}_v", f"{sym}_m"
     packed = ", ".join(f"in{k} + m * lay.kept[{k}][0], lay.kept[{k}][0]" for k in range(n))
     gathered = ", ".join(f"b{k}[0], {tile_last(unit)}" for k in range(n))
-    plain = storage_ctype(unit.out_storage) == a and unit.result == unit.acc
     store = f"for (int e = 0; e < {TILE}; ++e) {store_result(unit, 'out[m + e]', 'v[e]')}"
+    if storage_ctype(unit.out_storage) == a and unit.result == unit.acc:  # a tile's results, stored whole
+        store = "memcpy(out + m, &v, sizeof v);"
+        if unit.adds_identity:  # (store_result's addition, a vector at once)
+            store = f"{{ const {v} z = v + identity; memcpy(out + m, &z, sizeof z); }}"
     return [
         "template <int K>",
         f"GOMPUTE_FN void {sym}_tile_rows_of({', '.join(ins)}, {o}* out, const gompute_reduce_layout<{n + 1}>& lay,",
@@ -161,7 +164,7 @@ def _tile_rows_of(unit, structs) -> list[str]:
         f"    for (; m + {TILE} <= last; m += {TILE}) {{",
         f"      const {v} v = {sym}_tile<K, false>({packed}, count, keep, identity{pass_params});",
         "      if (step == 1)",
-        f"        {'memcpy(out + m, &v, sizeof v);' if plain else store}",
+        f"        {store}",
         "      else",
         f"        for (int e = 0; e < {TILE}; ++e) {store_result(unit, 'out[(m + e) * step]', 'v[e]')}",
         "    }",

@@ -80,3 +80,12 @@ def shifted_sum(x: g.f64, p: Shift) -> g.f64:
 @g.reduce_kernel(identity=0)
 def count_positive(x: g.f32) -> g.i64:
     return 1 if x > 0 else 0
+
+
+# Shapes and axes that reach every store of a result: a full sum (short, one item, several items and
+# a finish), short rows, rows in tiles, in lanes and as items, narrow and wide columns, a finish.
+EVERY_STORE = [
+    ((1,), None), ((2,), None), ((8,), None), ((300_000,), None),
+    ((50, 2), 1), ((50, 3), 1), ((50, 12), 1), ((50, 100), 1), ((20, 3000), 1), ((2, 200_000), 1),
+    ((300, 7), 0), ((300, 1000), 0), ((40_000, 16), 0), ((3000, 300), 0),
+]  # fmt: skip

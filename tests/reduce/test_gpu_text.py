@@ -340,3 +340,11 @@ def test_the_hip_entries_keep_everything_in_registers(arch):
             assert _too_few_loads(spec, entry, loads, "global_load_dwordx4") is None
             if entry.kind == "rows":
                 assert k.find("ds_bpermute") and k.find("ds_write") and k.find("s_barrier"), entry.symbol
+
+
+@pytest.mark.parametrize("text", ["cuda", "hip"])
+def test_a_sum_of_negative_zeros_is_positive_zero_as_numpys(text):
+    total = on_gpu_text(K.total, text)
+    for dtype in (np.float16, np.float32, np.float64):
+        for shape, axis in K.EVERY_STORE:
+            assert not np.signbit(np.asarray(total(np.full(shape, -0.0, dtype), axis=axis))).any(), (shape, axis)

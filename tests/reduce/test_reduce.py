@@ -347,3 +347,13 @@ def test_a_kernel_compiles_each_group_of_entries_on_first_use_and_once(monkeypat
     assert [e.kind for e in columns.entry_points()] == ["columns", "packed_columns", "finish"]
     source = total.source("host", g.f32)  # the whole, as a user reads it
     assert all(f"{e.symbol})" in source for e in total.variant((g.f32,)).entry_points())
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_a_sum_of_negative_zeros_is_positive_zero_as_numpys(dtype):
+    """NumPy and torch start a sum from +0.0, so a sum of -0.0s is +0.0; gompute's paths that start
+    from an element (a tile, a pair of lanes) add the identity when they store."""
+    for shape, axis in K.EVERY_STORE:
+        got = np.asarray(g.reduce(K.total)(np.full(shape, -0.0, dtype), axis=axis))
+        assert not np.signbit(got).any(), (shape, axis)
+        assert np.signbit(np.asarray(g.reduce(K.largest)(np.full(shape, -0.0, dtype), axis=axis))).all()
