@@ -190,8 +190,8 @@ def _stream(unit, structs, call_name: str) -> list[str]:
 def _linkage(unit) -> str:
     """How a period or stream loop is compiled: a function of its own where the combine is one
     instruction, which GCC then compiles apart, on a core of its own (partitioned_build; the columns
-    module of an f32 sum, 3.2-3.9 -> 1.5 s); inlined into the narrow item otherwise (out of line, an
-    f32 max took 1.2-1.7x the time for columns of 3 to 50, one thread; sums 0.75-1.05)."""
+    module of an f32 sum, 3.2-3.9 -> 1.3 s, its loops 0.84-1.11 of their time inline); inlined into
+    the narrow item otherwise (out of line, an f32 max took 1.15-1.63x the time at 3 to 7 columns)."""
     return "GOMPUTE_ROWS" if _one_instruction(unit) else "GOMPUTE_FN"
 
 

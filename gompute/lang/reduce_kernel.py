@@ -128,7 +128,8 @@ class ReduceSpecialization(Specialization):
         self._parts: dict[str, ReduceSpecialization] = {}
 
     def part(self, kind: str) -> ReduceSpecialization:
-        """The module that holds a first launch of `kind`, and the finish after it."""
+        """The part of this specialization whose module holds the first launch `kind` and the finish
+        after it: the same specialization, its entries those of `kind`'s group."""
         group = _GROUP_OF[kind]
         found = self._parts.get(group)
         if found is None:
