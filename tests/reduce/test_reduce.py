@@ -357,3 +357,27 @@ def test_a_sum_of_negative_zeros_is_positive_zero_as_numpys(dtype):
         got = np.asarray(g.reduce(K.total)(np.full(shape, -0.0, dtype), axis=axis))
         assert not np.signbit(got).any(), (shape, axis)
         assert np.signbit(np.asarray(g.reduce(K.largest)(np.full(shape, -0.0, dtype), axis=axis))).all()
+
+
+def test_the_hosts_packed_entries_reduce_as_its_plain_ones(monkeypatch):
+    """The planner takes packed_rows and packed_columns on GPUs only; on the host each is its plain
+    entry under another name (reduce_entries._host_packed). Called in their place, the same bits."""
+    from gompute.reduce import AutoReduce, BoundReduce
+
+    x = np.random.default_rng(8).standard_normal((300, 1000)).astype(np.float32)
+    b = (x * 10).astype(np.int8)
+    cases = [(a, axis) for a in (x, b) for axis in (None, 0, 1)] + [(x[:, :7], 0)]
+    want = [np.asarray(g.reduce(K.total)(a, axis=axis)) for a, axis in cases]
+    plan, planned = BoundReduce.plan, []
+
+    def packed(self, *args):
+        kind, *rest = plan(self, *args)
+        planned.append(kind)
+        return (f"packed_{kind}", *rest)
+
+    monkeypatch.setattr(BoundReduce, "plan", packed)
+    monkeypatch.setattr(AutoReduce, "learn", lambda *args: None)  # every call planned here
+    fresh = AutoReduce(K.total)  # g.reduce(K.total) has learned these calls: its C++ path plans them
+    for (a, axis), w in zip(cases, want):
+        np.testing.assert_array_equal(fresh(a, axis=axis), w)
+    assert planned.count("rows") == 4 and planned.count("columns") == 3, planned
