@@ -67,12 +67,21 @@ def any_sum(x):  # NumPy's accumulator rules: an f16 sum in f32, rounded to f16 
     return x
 
 
+def sum_bound(values: np.ndarray, axis=None) -> tuple[np.ndarray, np.ndarray]:
+    """(the f64 sums of `values` over `axis`, the error an f32-accumulated sum of them may have):
+    the f32 sum's bound (tolerance), and for f16 values the final rounding to f16 too, half an f16
+    epsilon of the sum."""
+    x = values.astype(np.float64)
+    want, scale = x.sum(axis=axis), np.abs(x).sum(axis=axis)
+    bound = tolerance(values.size // np.size(want)) * scale
+    if values.dtype == np.float16:
+        bound = bound + np.abs(want) * float(np.finfo(np.float16).eps) / 2
+    return want, bound
+
+
 def _check_half(half: np.ndarray, got) -> float:
-    """The error of an f16 sum against the f64 sum of the same f16 values, over its bound: the f32
-    sum's (tolerance) plus the final rounding to f16, half an f16 epsilon of the sum."""
-    x = half.astype(np.float64)
-    want, scale = x.sum(), np.abs(x).sum()
-    bound = tolerance(half.size) * scale + abs(want) * float(np.finfo(np.float16).eps) / 2
+    """The error of an f16 sum against the f64 sum of the same f16 values, over its bound."""
+    want, bound = sum_bound(half)
     worst = abs(float(got) - want) / bound
     assert worst <= 1, f"f16 sum: off NumPy's f64 sum by {worst:.1f}x its bound {bound:.3g}"
     return worst
