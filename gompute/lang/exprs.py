@@ -58,6 +58,7 @@ _PYBINOPS = {
     "rshift": operator.rshift,
 }
 _CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+_PYCMPOPS = {op: getattr(operator, op) for op in ("lt", "le", "gt", "ge", "eq", "ne")}
 _ARITH = {"add", "sub", "mul", "floordiv", "mod", "pow"}
 _BITWISE = {"and", "or", "xor", "lshift", "rshift"}
 # int(x), float(x), bool(x) make Python numbers, which stay weak as Python scalars do in NumPy 2.
@@ -250,6 +251,8 @@ class ExprLowering:
     def truth(self, e: ir.Expr) -> ir.Expr:
         if is_bool(e.type):
             return e
+        if isinstance(e, ir.Const) and isinstance(e.type, Weak):  # Python's truth, of any size
+            return ir.Const(bool(e.value), T.bool_)
         return ir.Compare("ne", e, ir.Const(coerce(0, e.type), e.type), T.bool_)
 
     # -- operators ----------------------------------------------------------------------------
@@ -327,6 +330,17 @@ class ExprLowering:
         return result
 
     def compare(self, op: str, left: ir.Expr, right: ir.Expr, node: ast.AST) -> ir.Expr:
+        if all(isinstance(s, ir.Const) and isinstance(s.type, Weak) for s in (left, right)):
+            try:  # two Python numbers: Python's answer, of any size
+                return ir.Const(bool(_PYCMPOPS[op](left.value, right.value)), T.bool_)
+            except TypeError as e:  # complex ordered
+                raise self.src.error(node, f"{ast.unparse(node)} fails at compile time: {e}") from None
+        # A Python int known only at run time (a range() variable, arithmetic on one) may lie outside an
+        # integer array's type: compared as an i64, by value, as NumPy compares Python ints.
+        left, right = (
+            self.convert(s, T.i64, node) if _runtime_weak_int(s) and _is_array_int(o.type) else s
+            for s, o in ((left, right), (right, left))
+        )
         if {left.type, right.type} == {T.i64, T.u64}:
             return ir.Compare(op, left, right, T.bool_)  # compared exactly, not through f64 (codegen.py)
         outside = _outside_the_range(op, left, right)
@@ -506,6 +520,14 @@ def coerce(value, t: Type, wrap: bool = False):
 
 
 _FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def _runtime_weak_int(e: ir.Expr) -> bool:
+    return not isinstance(e, ir.Const) and isinstance(e.type, Weak) and e.type.kind == "i"
+
+
+def _is_array_int(t) -> bool:
+    return not isinstance(t, Weak) and t.is_integer
 
 
 def _outside_the_range(op: str, left: ir.Expr, right: ir.Expr) -> bool | None:

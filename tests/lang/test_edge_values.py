@@ -35,6 +35,19 @@ def _u16_against_inverted_256(x: g.u16) -> g.i32:
     return g.i32(x <= ~256) + 2 * g.i32(x > ~256) + 4 * g.i32(x == ~0)  # Python's -257 and -1
 
 
+@g.map_kernel
+def _u8_against_a_loop_variable(x: g.u8) -> g.i32:
+    n = x - x
+    for i in range(1):  # i, a Python int at run time: compared by value, not wrapped into u8
+        n = g.i32(x < i - 1) + 2 * g.i32(x == i + 256) + 4 * g.i32(x > -i - 1)
+    return n
+
+
+@g.map_kernel
+def _python_ints_past_64_bits(x: g.f64) -> g.f64:
+    return (x if (2**63 - 1 + 1) * 2 else -x) + ((300 << 64) > 3)  # Python's truth and order: x + 1
+
+
 def test_an_integer_compared_with_a_python_int_beyond_its_range_is_compared_by_value():
     """NumPy 2 compares by value; compared through f64, u64 2**64 - 1 would round to 2**64 and equal it."""
     x = np.array([2**64 - 1, 2**64 - 1024, 5, 0], np.uint64)
@@ -44,6 +57,10 @@ def test_an_integer_compared_with_a_python_int_beyond_its_range_is_compared_by_v
     np.testing.assert_array_equal(g.map(_i8_against_300)(y), np.full(3, 5, np.int32))
     z = np.array([0, 1, 65279, 65535], np.uint16)  # 65279 and 65535: -257 and -1 wrapped into u16
     np.testing.assert_array_equal(g.map(_u16_against_inverted_256)(z), np.full(4, 2, np.int32))
+    u = np.array([0, 1, 255], np.uint8)
+    np.testing.assert_array_equal(g.map(_u8_against_a_loop_variable)(u), np.full(3, 4, np.int32))
+    f = np.array([1.0, -2.5])
+    np.testing.assert_array_equal(g.map(_python_ints_past_64_bits)(f), f + 1)
 
 
 def _trips(N):
