@@ -172,6 +172,8 @@ def _loop_reference(unit, env):
         value, m = evaluate(body, {**env, "acc": acc, "i": i})
         if np.result_type(t, value) != t:
             raise Refused("the accumulator's type does not settle")
+        if type(value) is int and t.kind in "iu" and not np.iinfo(t).min <= value <= np.iinfo(t).max:
+            raise Refused("a Python int the accumulator's type cannot hold (the language refuses it)")
         acc = _full(value).astype(t)
         mask = m if mask is None else mask if m is None else mask | m
     return acc, _full_mask(mask), uses_libm(init) or uses_libm(body)
