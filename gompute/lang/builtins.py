@@ -222,8 +222,15 @@ def _abs(t: Type, a: list[str]) -> str:
     return a[0]
 
 
+def _min_max(name: str) -> Callable[[Type, list[str]], str]:
+    """gompute_min / gompute_max, which give the second of two equal values (+0.0 and -0.0) as
+    NumPy's float loops do; but its f16 loops give the first, so f16 passes them swapped."""
+    spell = _template(name)
+    return lambda t, a: spell(t, a[::-1] if concrete(t) is T.f16 else a)
+
+
 def _clamp(t: Type, a: list[str]) -> str:
-    return _template("min")(t, [_template("max")(t, a[:2]), a[2]])
+    return _min_max("min")(t, [_min_max("max")(t, a[:2]), a[2]])
 
 
 def _is_nan(t: Type, a: list[str]) -> str:
@@ -343,10 +350,10 @@ def _math(names, signature, doc="", **fields) -> list[Builtin]:
 _T = (
     _entry(("abs", "absolute"), "x", SAME, _abs, True, "absolute value; of the most negative integer, wraps (NumPy)"),
     _entry("fabs", "x", FLOAT, _libm("fabs"), True, "absolute value, as a float"),
-    _entry("min", "a, b, ...", SAME, _template("min"), True, "smallest argument; NaN if any is NaN (np.minimum)"),
-    _entry("max", "a, b, ...", SAME, _template("max"), True, "largest argument; NaN if any is NaN (np.maximum)"),
-    _entry("minimum", "a, b", SAME, _template("min"), True, "`min` of two"),
-    _entry("maximum", "a, b", SAME, _template("max"), True, "`max` of two"),
+    _entry("min", "a, b, ...", SAME, _min_max("min"), True, "smallest argument; NaN if any is NaN (np.minimum)"),
+    _entry("max", "a, b, ...", SAME, _min_max("max"), True, "largest argument; NaN if any is NaN (np.maximum)"),
+    _entry("minimum", "a, b", SAME, _min_max("min"), True, "`min` of two"),
+    _entry("maximum", "a, b", SAME, _min_max("max"), True, "`max` of two"),
     _entry("fmin", "a, b", SAME, _template("fmin"), True, "the smaller; a NaN loses to a number"),
     _entry("fmax", "a, b", SAME, _template("fmax"), True, "the larger; a NaN loses to a number"),
     _entry("clamp", "x, lo, hi", SAME, _clamp, True, "min(max(x, lo), hi) (np.clip)"),

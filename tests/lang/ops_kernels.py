@@ -338,6 +338,13 @@ def literal_bounds(a):
     return g.min(0, a) + g.max(a, 7) + g.clamp(a, 1, 5) + g.clamp(3, 2, a)
 
 
+@map_kernel
+def zero_ties(a, b):
+    """Which zero min, max and clamp keep of a +0.0 and a -0.0, a bit each."""
+    ties = g.signbit(g.min(a, b)) * 1 + g.signbit(g.max(a, b)) * 2 + g.signbit(g.clamp(a, b, b)) * 4
+    return ties + g.signbit(g.clamp(b, a, a)) * 8 + g.signbit(g.min(a, b, b)) * 16
+
+
 # A float converted to an integer and back: the integer 0 is +0.0, whatever the float's sign (GCC, given
 # -fno-trapping-math, would make each of these trunc(a), -0.0 for a in (-1, 0]).
 @map_kernel

@@ -259,6 +259,7 @@ def image():
     specs += [K.mul_add.specialize(*[T.from_dtype(d)] * 3) for d in FLOATS]
     specs += [K.literal_bounds.specialize(T.from_dtype(d)) for d in INTS + FLOATS]
     specs += [k.specialize() for k in K.ROUND_TRIPS]
+    specs += [K.zero_ties.specialize(*[T.from_dtype(d)] * 2) for d in FLOATS]
     parts = [specs[k::PARTS] for k in range(PARTS)]
     with ThreadPoolExecutor(PARTS) as pool:
         built = list(pool.map(lambda k: compile_module(parts[k], "host", None, f"test_ops_{k}"), range(PARTS)))
@@ -334,6 +335,16 @@ def test_a_float_through_an_integer_and_back_is_the_integers_value(image, kernel
     want = a.astype(np.int16).astype(dtype)  # +0.0 for every zero
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+def test_min_max_and_clamp_keep_numpys_zero_of_a_tie(image, dtype):
+    a = np.array([0.0, -0.0, 0.0, -0.0], dtype)  # every pair of zeros
+    b = np.array([0.0, -0.0, -0.0, 0.0], dtype)
+    got = _run(image, K.zero_ties.specialize(*[T.from_dtype(dtype)] * 2), a, b)
+    ties = [np.minimum(a, b), np.maximum(a, b), np.clip(a, b, b), np.clip(b, a, a), np.minimum(np.minimum(a, b), b)]
+    want = sum(np.signbit(t).astype(np.int64) << k for k, t in enumerate(ties))
+    np.testing.assert_array_equal(got, want)  # f16 keeps the first zero, f32 and f64 the second
 
 
 def test_python_builtins_and_math_map_to_builtins(image):

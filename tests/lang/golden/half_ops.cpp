@@ -6,7 +6,7 @@ GOMPUTE_FN float gompute_kernel_half_ops(float x, float y) {
 #line 109 "sample_kernels.py"
   z = gompute_round_f16((z - 0.099975586f));
 #line 110 "sample_kernels.py"
-  return ((z == z) ? gompute_max<float>(z, y) : x);
+  return ((z == z) ? gompute_max<float>(y, z) : x);
 }
 #line 12 "gompute-generated-entries"
 template <typename gompute_S0, typename gompute_S1, typename gompute_SO>

@@ -6,7 +6,7 @@ GOMPUTE_FN float gompute_kernel_half_ops(float x, float y) {
 #line 109 "sample_kernels.py"
   z = gompute_round_f16((z - 0.099975586f));
 #line 110 "sample_kernels.py"
-  return ((z == z) ? gompute_max<float>(z, y) : x);
+  return ((z == z) ? gompute_max<float>(y, z) : x);
 }
 #line 12 "gompute-generated-entries"
 GOMPUTE_GLOBAL void __launch_bounds__(256) half_ops(gompute_f16* in0, gompute_f16* in1, gompute_f16* out, uint64_t len) {
