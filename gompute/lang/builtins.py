@@ -105,6 +105,8 @@ class Builtin:
             return _strong(fe, fe.select(args[0], args[1], args[2], node), node)
         if self.loops == OPERATOR_TYPED:
             return _strong(fe, self.operator(fe, args, node), node)
+        if len(args) == 1 and _past_i64(args[0]):  # np.isnan(2**63): a lone Python int is np.asarray's
+            types = [T.u64]
         loop, result = self.resolve(types)
         if loop is None:
             got = ", ".join(describe(t) for t in types)
@@ -124,6 +126,11 @@ class Builtin:
 
     def __repr__(self) -> str:
         return f"g.{self.name}"
+
+
+def _past_i64(e: ir.Expr) -> bool:
+    """A Python int constant past int64 that uint64 holds (NumPy converts it, alone, to uint64)."""
+    return isinstance(e, ir.Const) and isinstance(e.type, Weak) and type(e.value) is int and 2**63 <= e.value < 2**64
 
 
 @dataclass(frozen=True, eq=False)

@@ -12,6 +12,7 @@ from dataclasses import fields, is_dataclass
 import numpy as np
 
 from .. import types as T
+from ..errors import CompileError
 from . import ir
 from .typing_rules import Type, concrete, is_half, unsigned_c
 
@@ -61,6 +62,9 @@ def literal(value, t: Type) -> str:
         value = complex(value)
         return f"{c.c_name}({_float_literal(value.real, c.part)}, {_float_literal(value.imag, c.part)})"
     value = int(value)
+    lo, hi = c.range()
+    if not lo <= value <= hi:  # the frontend refuses or wraps such a value first: GCC would truncate it
+        raise CompileError(f"internal error: the constant {value} does not fit {c.name}; please report it")
     suffix = {64: "LL" if c.kind == "i" else "ULL"}.get(c.bits, "" if c.kind == "i" else "u")
     if c.kind == "i" and value == c.range()[0]:
         return f"(({c.c_name})({value + 1}{suffix} - 1))"

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import gompute as g
+from gompute.errors import CompileError
+from gompute.lang import codegen
 from gompute.types import _bf16_bits
 
 pytest.importorskip("gompute._core", reason="the kernels run on the host runtime")
@@ -61,6 +63,27 @@ def test_an_integer_compared_with_a_python_int_beyond_its_range_is_compared_by_v
     np.testing.assert_array_equal(g.map(_u8_against_a_loop_variable)(u), np.full(3, 4, np.int32))
     f = np.array([1.0, -2.5])
     np.testing.assert_array_equal(g.map(_python_ints_past_64_bits)(f), f + 1)
+
+
+@g.map_kernel
+def _builtins_of_a_lone_python_int_past_i64(x: g.f64):
+    return x + g.abs(2**63) + g.isnan(2**64 - 1)
+
+
+def test_a_builtin_takes_a_lone_python_int_past_int64_as_uint64():
+    """np.isnan(2**63) is False and np.abs(2**63) the uint64 2**63 (NumPy converts a lone Python int as
+    np.asarray does); they did not compile."""
+    x = np.array([0.5, -3.0])
+    got = g.map(_builtins_of_a_lone_python_int_past_i64)(x)
+    np.testing.assert_array_equal(got, x + np.abs(2**63) + np.isnan(2**64 - 1))
+
+
+@pytest.mark.parametrize("t, value", [(g.u64, 2**64), (g.i64, 2**63), (g.i64, -(2**63) - 1), (g.u8, -1), (g.i8, 128)])
+def test_a_constant_its_type_cannot_hold_is_never_spelled(t, value):
+    """The frontend refuses or wraps such a constant; were one to reach the C++, GCC would truncate it."""
+    assert codegen.literal(value - 1 if value > 0 else value + 1, t)
+    with pytest.raises(CompileError, match="does not fit"):
+        codegen.literal(value, t)
 
 
 def _trips(N):
