@@ -121,6 +121,19 @@ def uses_libm(e) -> bool:
 # value C++ leaves undefined (a float converted to an integer type it does not fit), or None.
 
 
+class RunTimeInt(int):
+    """A Python int known only at run time (a loop variable, arithmetic on one): the language holds it
+    in 64 signed bits, so a value past them is refused here (the kernel's would have wrapped)."""
+
+    @classmethod
+    def of(cls, value):
+        if isinstance(value, bool) or not isinstance(value, int):
+            return value
+        if not -(2**63) <= value < 2**63:
+            raise Refused("a run-time Python int past 64 bits (the language's wraps)")
+        return cls(value)
+
+
 def _weak(v) -> bool:
     return isinstance(v, (bool, int, float))
 
@@ -196,7 +209,8 @@ def _unary(op: str, a):
     if _kind(a) == "f" and op == "~":
         raise Refused("~ of a float")
     if _weak(a):
-        return -a if op == "-" else ~a
+        value = -a if op == "-" else ~a
+        return RunTimeInt.of(value) if isinstance(a, RunTimeInt) else value
     return _numpy(operator.neg if op == "-" else operator.invert, a)
 
 
@@ -212,7 +226,10 @@ def _binary(op: str, a, b):
         raise Refused("an integer power other than a small literal")  # NumPy raises for negative ones
     if _weak(a) and _weak(b) and op in ("**", "<<") and (abs(b) > 64 or abs(a) > 2**16):
         raise Refused("a huge number folded at compile time")
-    return _numpy(BINOPS[op], a, b)
+    value = _numpy(BINOPS[op], a, b)
+    if isinstance(value, complex):  # (-1) ** 0.5, folded: the fuzzer's kernels are real
+        raise Refused("a complex Python number")
+    return RunTimeInt.of(value) if isinstance(a, RunTimeInt) or isinstance(b, RunTimeInt) else value
 
 
 def _select(c, a, b):
@@ -260,7 +277,7 @@ def _call(name: str, args: list):
     if name in ("floor", "ceil", "trunc", "round") and _kind(args[0]) != "f":
         return args[0]
     if name in ("isnan", "isinf", "isfinite") and all(_weak(a) for a in args):
-        return bool(getattr(np, name)(args[0]))
+        return bool(_numpy(getattr(np, name), args[0]))  # np.isnan(2**64) raises
     return _numpy(getattr(np, _NUMPY_NAMES.get(name, name)), *args)
 
 

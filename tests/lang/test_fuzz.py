@@ -22,7 +22,7 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 import gompute as g
@@ -38,6 +38,7 @@ from .fuzz_kernels import (
     TYPES,
     VARS,
     Refused,
+    RunTimeInt,
     evaluate,
     source,
     ulps_apart,
@@ -165,14 +166,15 @@ def _loop_reference(unit, env):
         raise Refused("a loop's accumulator starts as a Python number")
     t = start.dtype
     for _ in range(4):
-        probe, _ = evaluate(body, {**env, "acc": _full(start).astype(t), "i": 0})
+        probe, _ = evaluate(body, {**env, "acc": _full(start).astype(t), "i": RunTimeInt(0)})
         t = np.result_type(t, probe)
     acc = _full(start).astype(t)
     for i in range(trips):
-        value, m = evaluate(body, {**env, "acc": acc, "i": i})
+        value, m = evaluate(body, {**env, "acc": acc, "i": RunTimeInt(i)})
         if np.result_type(t, value) != t:
             raise Refused("the accumulator's type does not settle")
-        if type(value) is int and t.kind in "iu" and not np.iinfo(t).min <= value <= np.iinfo(t).max:
+        python_int = isinstance(value, int) and not isinstance(value, bool)
+        if python_int and t.kind in "iu" and not np.iinfo(t).min <= value <= np.iinfo(t).max:
             raise Refused("a Python int the accumulator's type cannot hold (the language refuses it)")
         acc = _full(value).astype(t)
         mask = m if mask is None else mask if m is None else mask | m
@@ -214,6 +216,23 @@ _files = itertools.count()
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
 )
 @given(example=EXAMPLE)
+@example(  # once failures: f16 min/max zero ties, the reference's crashes, a run-time int past 64 bits
+    example=(
+        ("f16", "f64", "i64"),
+        [
+            ("call", "min", ("var", "x"), ("un", "-", ("var", "x"))),  # x holds +0.0 and -0.0
+            ("call", "max", ("un", "-", ("var", "x")), ("var", "x")),
+            ("bin", "+", ("var", "y"), ("bin", "**", ("lit", -1), ("lit", 0.5))),  # complex: refused
+            ("bin", "+", ("var", "y"), ("call", "isnan", ("bin", "+", ("lit", 2**63 - 1), ("lit", 1)))),
+            ("call", "isnan", ("bin", "*", ("lit", 2**63 - 1), ("lit", 4))),  # NumPy refuses it
+        ],
+        [
+            (("var", "y"), ("bin", "+", ("var", "acc"), ("bin", "*", ("var", "i"), ("lit", 2**63 - 1))), 3),
+            (("var", "z"), ("bin", "-", ("var", "acc"), ("un", "-", ("var", "i"))), 3),
+        ],
+        7,
+    )
+)
 def test_kernels_compute_what_numpy_computes(tmp_path_factory, example):
     types, exprs, loops, seed = example
     env = inputs(types, seed)
