@@ -74,6 +74,9 @@ def literal(value, t: Type) -> str:
 
 def _float_literal(value: float, c: T.ScalarType) -> str:
     width = "f64" if c is T.f64 else "f32"
+    if c is not T.f64:
+        with np.errstate(over="ignore"):
+            value = float(np.float32(value))  # 1e39 rounds to inf in f32
     if np.isnan(value):
         return f"gompute_nan_{width}()"
     if np.isinf(value):

@@ -211,6 +211,11 @@ class ReduceKernel:
             )
         if identity is not None and not isinstance(identity, (bool, int, float)):
             raise ArgumentError(f"{self.name}: identity must be a Python number, got {identity!r}")
+        if isinstance(identity, float) and math.isnan(identity):
+            raise ArgumentError(
+                f"{self.name}: identity=nan is not an identity (combine(nan, a) is nan, not a); give the value "
+                "combine leaves every a unchanged with (0 for +, 1 for *), or none for min and max"
+            )
         self.identity = identity
         self.numpy_rules = return_annotation(self.map_part.src) is None
         self._variants: dict[tuple, ReduceSpecialization] = {}

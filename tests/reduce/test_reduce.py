@@ -149,6 +149,19 @@ def test_empty_inputs():
         g.reduce(K.largest)(e)
 
 
+@g.reduce_kernel(identity=1e39, combine=min)
+def _least_below_a_huge_identity(x: g.f32) -> g.f32:
+    return x
+
+
+def test_a_float_identity_rounds_to_the_accumulators_type():
+    """1e39 is inf in f32, as np.minimum.reduce(x, initial=1e39) takes it; its C++ was `inf.0f`."""
+    k = g.reduce(_least_below_a_huge_identity)
+    assert k(np.zeros(0, np.float32)) == np.inf
+    x = _data((5, 3), np.float32)
+    _close(k(x, axis=0), np.min(x, axis=0))
+
+
 def test_out_is_written_and_returned():
     x = _data((6, 5), np.float32)
     out = np.full(5, 7, np.float32)
@@ -226,6 +239,12 @@ def test_kernel_errors_at_decoration():
 
         @g.reduce_kernel
         def no_identity(x):
+            return x
+
+    with pytest.raises(g.ArgumentError, match="identity=nan is not an identity"):
+
+        @g.reduce_kernel(identity=float("nan"))
+        def nan_identity(x):
             return x
 
     with pytest.raises(g.ArgumentError, match="combine"):
