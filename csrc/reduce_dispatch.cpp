@@ -142,12 +142,12 @@ py::object FastReduce::call(PyObject* args, PyObject* kwargs) {
   bool reduced[plan::kMaxDims];
   if (!plan::broadcast(arrays, arity_, ndim, shape) || !read_axes(axis, ndim, reduced)) return py::object();
   int out_ndim = 0;
-  int64_t kept_count = 1, red_count = 1;
+  int64_t red_count = 1;
   for (int d = 0; d < ndim; ++d) {
-    (reduced[d] ? red_count : kept_count) *= shape[d];
+    if (reduced[d]) red_count *= shape[d];
     if (!reduced[d] || keepdims) out_shape[out_ndim++] = reduced[d] ? 1 : shape[d];
   }
-  if (red_count == 0 && kept_count != 0 && !has_identity_) return py::object();  // the general path raises
+  if (red_count == 0 && !has_identity_) return py::object();  // the general path raises
   // The output: given (writable, of the result's shape, apart from every input), or new and of
   // the first array's library. A new one that lands elsewhere fails the checks below like any other.
   py::object result = out ? py::reinterpret_borrow<py::object>(out)

@@ -272,14 +272,14 @@ class ReduceKernel:
         return ret, ret
 
     def refuse_empty(self, shape: tuple[int, ...], axes: tuple[int, ...]) -> None:
-        """Raises where reducing `axes` of `shape` leaves results of no elements and the combine has
-        no identity to give them (min, max without one), as NumPy's np.max of an empty axis does."""
+        """Raises where `axes` of `shape` hold no elements and the combine has no identity (min, max
+        without one), as NumPy's np.max over an empty axis does, even where no result is left to give
+        (np.zeros((0, 0)).max(axis=1))."""
         if self.identity is None and math.prod(shape[d] for d in axes) == 0:
-            if math.prod(n for d, n in enumerate(shape) if d not in axes):
-                raise ArgumentError(
-                    f"{self.name}: a reduction over zero elements with combine {self.combine!r}, which has no "
-                    "identity; give the kernel identity=, or reduce a nonempty array"
-                )
+            raise ArgumentError(
+                f"{self.name}: a reduction over zero elements with combine {self.combine!r}, which has no "
+                "identity; give the kernel identity=, or reduce a nonempty array"
+            )
 
     def result_type(self, in_storage: tuple[ScalarType, ...]) -> ScalarType:
         """The element type of a new result for inputs stored as `in_storage`."""

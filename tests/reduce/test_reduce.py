@@ -147,6 +147,10 @@ def test_empty_inputs():
         g.reduce(K.largest)(e, axis=0)
     with pytest.raises(g.ArgumentError, match="no identity"):
         g.reduce(K.largest)(e)
+    for axis in (0, 1, (0, 1)):  # no result to give, but a reduction over nothing: NumPy refuses it too
+        for _ in range(2):  # the general path, then the C++ one
+            with pytest.raises(g.ArgumentError, match="zero elements"):
+                g.reduce(K.largest)(np.zeros((0, 0), np.float32), axis=axis)
 
 
 @g.reduce_kernel(identity=1e39, combine=min)
