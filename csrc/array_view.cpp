@@ -151,10 +151,6 @@ Py_ssize_t ArrayView::format_size(char f) {
   return 0;
 }
 
-namespace {
-
-// The exchange table `type` carries (dlpack_exchange.h), or null when it has none, or one of
-// another major version, or one without the two functions read here.
 const DLPackExchangeAPI* exchange_api(PyTypeObject* type) {
   static PyObject* const name = PyUnicode_InternFromString("__dlpack_c_exchange_api__");  // kept for the process
   PyObject* capsule = PyObject_GetAttr(reinterpret_cast<PyObject*>(type), name);
@@ -167,6 +163,8 @@ const DLPackExchangeAPI* exchange_api(PyTypeObject* type) {
     return nullptr;
   return api;
 }
+
+namespace {
 
 // `tensor.name()` is False (the call succeeds and says so).
 bool says_no(PyObject* tensor, PyObject* name) {

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "dlpack.h"
+#include "dlpack_exchange.h"
 #include "planner.h"
 #include "runtime.h"
 
@@ -144,6 +145,10 @@ class ArrayView {
   }
   void set_data(const void* p) { data_ = reinterpret_cast<uintptr_t>(p); }
 };
+
+// The DLPack exchange table `type` carries (dlpack_exchange.h), or null when it has none, or one
+// of another major version, or one without the two functions ArrayView reads.
+const DLPackExchangeAPI* exchange_api(PyTypeObject* type);
 
 // The current stream of `obj`'s framework on obj's device, asked as the fast path asks it for a
 // tensor it reads (a handle; 0 for the default stream), or None when obj's type carries no

@@ -337,6 +337,29 @@ PYBIND11_MODULE(_core, m) {
            py::arg("vector"))
       .def("remember_output", &FastMap::remember_output, py::arg("inputs"), py::arg("type"), py::arg("make"),
            py::arg("args"), py::arg("kwargs"));
+  py::class_<TableEmpty>(m, "TableEmpty",
+                         "New arrays made by a DLPack exchange table's allocator (torch's), in C++ (dispatch.h).")
+      .def_static(
+          "like",
+          [](py::handle like, uint8_t code, uint8_t bits) -> py::object {
+            auto e = TableEmpty::like(like.ptr(), code, bits);
+            return e ? py::cast(*e) : py::none();
+          },
+          py::arg("like"), py::arg("code"), py::arg("bits"),
+          "For new arrays of like's type and device and of DLPack dtype (code, bits); None where like's type "
+          "carries no exchange table with an allocator.")
+      .def(
+          "__call__",
+          [](const TableEmpty& e, const std::vector<int64_t>& shape) {
+            std::string why;
+            py::object made = e.make(shape.data(), int(shape.size()), &why);
+            if (!made) {  // MemoryError: what NumPy and CuPy raise, which kernel.py's _Maker reports
+              PyErr_SetString(PyExc_MemoryError, why.empty() ? "the allocator failed" : why.c_str());
+              throw py::error_already_set();
+            }
+            return made;
+          },
+          py::arg("shape"));
   bind_planner(m);
   bind_fast_reduce(m, fast_call<FastReduce>);
   m.def("stats", &stats_dict, "Counters of contexts, module loads and cache hits, buffers and launches.");

@@ -119,12 +119,54 @@ bool ParamsPacker::pack(PyObject* kwargs, Py_ssize_t other_keys, char* out) cons
 void OutputMakers::remember(const std::string& inputs, py::object type, py::object make, py::tuple args,
                             py::object kwargs) {
   if (!kwargs.is_none() && !PyDict_Check(kwargs.ptr())) throw py::type_error("remember_output: kwargs is a dict or None");
-  Maker maker{inputs, std::move(type), std::move(make), std::move(args), std::move(kwargs)};
+  std::optional<TableEmpty> table;
+  if (py::isinstance<TableEmpty>(make) && PyTuple_GET_SIZE(args.ptr()) == 0 && kwargs.is_none())
+    table = make.cast<const TableEmpty&>();
+  Maker maker{inputs, std::move(type), std::move(make), std::move(args), std::move(kwargs), table};
   auto same = [&](const Maker& m) { return m.inputs == maker.inputs && m.type.is(maker.type); };
   if (auto it = std::find_if(makers_.begin(), makers_.end(), same); it != makers_.end())
     *it = std::move(maker);
   else
     makers_.push_back(std::move(maker));
+}
+
+std::optional<TableEmpty> TableEmpty::like(PyObject* like, uint8_t code, uint8_t bits) {
+  const DLPackExchangeAPI* table = exchange_api(Py_TYPE(like));
+  if (!table || !table->managed_tensor_allocator || !table->managed_tensor_to_py_object_no_sync) return std::nullopt;
+  DLTensor t;
+  if (table->dltensor_from_py_object_no_sync(like, &t) != 0) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  TableEmpty e;
+  e.table_ = table;
+  e.dtype_ = DLDataType{code, bits, 1};
+  e.device_ = t.device;
+  return e;
+}
+
+py::object TableEmpty::make(const int64_t* shape, int ndim, std::string* why) const {
+  DLTensor prototype{};  // the allocator reads its dtype, ndim, shape and device
+  prototype.device = device_;
+  prototype.dtype = dtype_;
+  prototype.ndim = ndim;
+  prototype.shape = const_cast<int64_t*>(shape);
+  DLManagedTensorVersioned* tensor = nullptr;
+  auto keep = [](void* ctx, const char* kind, const char* message) {  // its first line: torch's goes on with a trace
+    const std::string text = message ? message : "";
+    if (ctx) *static_cast<std::string*>(ctx) = std::string(kind ? kind : "") + ": " + text.substr(0, text.find('\n'));
+  };
+  if (table_->managed_tensor_allocator(&prototype, &tensor, why, keep) != 0 || !tensor) {
+    PyErr_Clear();
+    return py::object();
+  }
+  void* made = nullptr;
+  if (table_->managed_tensor_to_py_object_no_sync(tensor, &made) != 0 || !made) {
+    // The table was given the tensor: deleting it here could free it twice, so a failure leaks it.
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "the DLPack exchange table made no array of its tensor");
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::object>(static_cast<PyObject*>(made));
 }
 
 py::object OutputMakers::make(PyObject* first, const int64_t* shape, int ndim, const char* signature,
@@ -133,6 +175,7 @@ py::object OutputMakers::make(PyObject* first, const int64_t* shape, int ndim, c
     if (m.type.ptr() != reinterpret_cast<PyObject*>(Py_TYPE(first)) || m.inputs.size() != size ||
         std::memcmp(m.inputs.data(), signature, size) != 0)
       continue;
+    if (m.table) return m.table->make(shape, ndim);  // failed: the general path says why
     py::tuple extents(ndim);
     for (int d = 0; d < ndim; ++d) extents[d] = py::int_(shape[d]);
     const Py_ssize_t extra = PyTuple_GET_SIZE(m.args.ptr());

@@ -4,9 +4,11 @@
 #include <pybind11/pybind11.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "dlpack_exchange.h"
 #include "planner.h"
 #include "runtime.h"
 
@@ -48,6 +50,25 @@ class ParamsPacker {
   bool has_params_;
 };
 
+// New arrays made by the allocator of a DLPack exchange table (torch's), in C++: contiguous, of
+// one dtype, on one device (on a GPU, from the current stream's pool, as torch.empty's). torch.empty
+// from Python takes 1-3 us, most of a small call. Like any tensor torch takes through DLPack, their
+// storage cannot grow (resize_ past their size refuses); it can shrink and be shared.
+class TableEmpty {
+ public:
+  // For new arrays of `like`'s type and device, of dtype (code, bits) (DLDataTypeCode); none
+  // where `like`'s type carries no table with an allocator, or the table cannot read `like`.
+  static std::optional<TableEmpty> like(PyObject* like, uint8_t code, uint8_t bits);
+  // A new array of `shape`; null with no Python error set when the allocator fails (out of
+  // memory: it says so through set_error, kept in `why` when given).
+  pybind11::object make(const int64_t* shape, int ndim, std::string* why = nullptr) const;
+
+ private:
+  const DLPackExchangeAPI* table_ = nullptr;
+  DLDataType dtype_{};
+  DLDevice device_{};
+};
+
 // How the general path made a call's new result, by the input format characters and the first
 // array's type: `make(shape, *args, **kwargs)`, a new array of that library.
 class OutputMakers {
@@ -65,6 +86,7 @@ class OutputMakers {
     pybind11::object make;
     pybind11::tuple args;     // after the shape
     pybind11::object kwargs;  // a dict, or None
+    std::optional<TableEmpty> table;  // when `make` is a TableEmpty: called with no Python
   };
   std::vector<Maker> makers_;  // a handful: a linear scan beats hashing
 };

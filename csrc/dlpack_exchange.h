@@ -16,9 +16,14 @@ struct DLPackExchangeAPIHeader {
 
 struct DLPackExchangeAPI {
   DLPackExchangeAPIHeader header;
-  void* managed_tensor_allocator;
+  // A new contiguous tensor of `prototype`'s dtype, ndim, shape and device, owned by `*out`; 0 on
+  // success, -1 after calling set_error(error_ctx, kind, message). May be NULL.
+  int (*managed_tensor_allocator)(DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
+                                  void (*set_error)(void* error_ctx, const char* kind, const char* message));
   void* managed_tensor_from_py_object_no_sync;
-  void* managed_tensor_to_py_object_no_sync;
+  // The framework's array owning `tensor`, a new reference in `*out_py_object`; 0 on success, -1
+  // with a Python error set. May be NULL.
+  int (*managed_tensor_to_py_object_no_sync)(DLManagedTensorVersioned* tensor, void** out_py_object);
   // Fills `out` with a view of `py_object` (the caller keeps the object alive); 0 on success,
   // -1 with a Python error set. May be NULL.
   int (*dltensor_from_py_object_no_sync)(void* py_object, DLTensor* out);

@@ -505,12 +505,13 @@ class _Maker(NamedTuple):
     fn: Callable
     args: tuple = ()
     kwargs: dict | None = None
+    dtype: object = None  # for an error's message, where neither args nor kwargs name it
 
     def __call__(self, shape):
         try:
             return self.fn(shape, *self.args, **(self.kwargs or {}))
         except MemoryError as e:  # NumPy's and CuPy's word for it; gompute's is AllocFailed
-            dtype = self.args[0] if self.args else (self.kwargs or {}).get("dtype")
+            dtype = self.dtype or (self.args[0] if self.args else (self.kwargs or {}).get("dtype"))
             itemsize = getattr(dtype, "itemsize", None)
             size = f", {int(np.prod(shape, dtype=object)) * itemsize} bytes" if isinstance(itemsize, int) else ""
             raise AllocFailed(
@@ -523,8 +524,10 @@ def _output_maker(array, bound: BoundKernel, dtype) -> tuple[_Maker, Callable]:
     new array of `array`'s own library (NumPy, PyTorch, CuPy, ...) on the call's device and
     `finish` turns it into what the call returns.
 
-    JAX arrays are immutable: the result is made as a gompute Buffer and handed to JAX through
-    DLPack (`jnp.from_dlpack`, no copy).
+    PyTorch's tensors are made by the allocator of the DLPack exchange table their type carries,
+    in C++ (csrc/dispatch.h, TableEmpty): an ordinary tensor whose storage cannot grow, as any
+    tensor torch takes through DLPack. JAX arrays are immutable: the result is made as a gompute
+    Buffer and handed to JAX through DLPack (`jnp.from_dlpack`, no copy).
     gompute Buffers, arrays with no array namespace, and results of a dtype the library
     lacks (bf16 for NumPy, unless the array is of ml_dtypes' bfloat16) give a Buffer (NumPy
     on host, where it has the dtype).
@@ -540,6 +543,9 @@ def _output_maker(array, bound: BoundKernel, dtype) -> tuple[_Maker, Callable]:
     numpy_out = _Maker(np.empty, (numpy_dtype,)) if numpy_dtype is not None else on_device
     if isinstance(array, np.ndarray) and bound.backend is Backend.host:
         return numpy_out, _same
+    table = _core.TableEmpty.like(array, *_dlpack_dtype(dtype))
+    if table is not None:  # torch's tensors: made in C++ by the allocator its DLPack exchange table holds
+        return _Maker(table, dtype=numpy_dtype or dtype), _same
     import array_api_compat  # a requirement: without it a torch or CuPy input would give a Buffer back
 
     try:
@@ -550,6 +556,15 @@ def _output_maker(array, bound: BoundKernel, dtype) -> tuple[_Maker, Callable]:
     if not hasattr(xp, name):
         return on_device, _same
     return _Maker(xp.empty, (), {"dtype": getattr(xp, name), "device": array_api_compat.device(array)}), _same
+
+
+# DLPack's type codes (DLDataTypeCode) of gompute's kinds of type; bf16 has one of its own.
+_DLPACK_CODES = {"b": 6, "i": 0, "u": 1, "f": 2, "c": 5}
+
+
+def _dlpack_dtype(dtype) -> tuple[int, int]:
+    """(code, bits) of DLPack's DLDataType for the gompute type `dtype`."""
+    return (4 if dtype.name == "bf16" else _DLPACK_CODES[dtype.kind]), dtype.bits
 
 
 def _count_write(tensor) -> None:

@@ -5,10 +5,13 @@ counted for autograd, and what torch would not export left to the general path.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
 import gompute as g
+from tests.reduce.kernels import total
 
 from .calls import counting
 from .kernels import add, double, is_positive, scale_relu
@@ -135,3 +138,59 @@ def test_a_tensor_type_without_the_table_is_read_through_numpy():
         versions.append(t._version)
     np.testing.assert_allclose(t.numpy(), relu(values, 6), rtol=1e-6)
     assert calls == ["Plain"] and versions[0] < versions[1]
+
+
+def _python_calls(f, *args, **kwargs):
+    """f(*args, **kwargs), and the names of the Python functions it called."""
+    called = []
+    sys.setprofile(lambda frame, event, _: called.append(frame.f_code.co_name) if event == "call" else None)
+    try:
+        result = f(*args, **kwargs)
+    finally:
+        sys.setprofile(None)
+    return result, called
+
+
+@pytest.mark.parametrize(
+    "make, shape, dtype, kwargs",
+    [
+        (lambda: counting(double)[0], (100,), torch.float16, {}),
+        (lambda: counting(is_positive)[0], (100,), torch.float32, {}),  # a bool result
+        (lambda: g.reduce(total), (4, 25), torch.int16, {"axis": 1}),  # an int64 result
+        (lambda: g.reduce(total), (100,), torch.float64, {}),  # 0-d
+    ],
+    ids=["map-f16", "map-bool", "reduce-rows", "reduce-0d"],
+)
+def test_new_results_come_from_torchs_allocator_with_no_python(make, shape, dtype, kwargs):
+    """torch.empty from Python took 2-3 us, most of a small call: the exchange table's allocator
+    makes every new result in C++, the general path's first one too, so all behave alike."""
+    if getattr(torch.Tensor, "__dlpack_c_exchange_api__", None) is None:
+        pytest.skip(f"torch {torch.__version__} has no DLPack exchange table")
+    k = make()
+    t = torch.arange(-50, 50).to(dtype).reshape(shape)
+    first = k(t, **kwargs)  # the general path; then the C++ path, with the general path's maker
+    second, python = _python_calls(k, t, **kwargs)
+    third = k(t, **kwargs)
+    assert python == []
+    want = (torch.Tensor, first.dtype, first.shape, t.device, False)
+    for r in (second, third):
+        assert (type(r), r.dtype, r.shape, r.device, r.requires_grad) == want
+        np.testing.assert_array_equal(r.numpy(), first.numpy())
+    assert len({first.data_ptr(), second.data_ptr(), third.data_ptr()}) == 3
+    assert [r.untyped_storage().resizable() for r in (first, second, third)] == [False] * 3  # as DLPack's
+    third.fill_(1)  # an ordinary tensor otherwise: writable, its own memory, shrinks
+    third.resize_(1)
+    assert third.tolist() == [1] and second.numpy().tolist() == first.numpy().tolist()
+
+
+def test_a_result_torch_cannot_allocate_is_alloc_failed_on_both_paths():
+    huge = torch.ones(1).expand(2**28, 2**28)  # 2**58 bytes of result: past any machine's address space
+    k, calls = counting(double)
+    k(torch.ones(2, 2))  # the C++ path makes f32 torch results now, and lets this one fall through
+    for _ in range(2):
+        with pytest.raises(g.AllocFailed) as raised:
+            k(huge)
+        message = str(raised.value)
+        assert message.startswith(f"the call's result (float32, shape (268435456, 268435456), {2**58} bytes) cannot")
+        assert "\n" not in message  # torch's own message, without its C++ trace
+    assert len(calls) == 3
