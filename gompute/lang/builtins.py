@@ -81,8 +81,9 @@ class Builtin:
 
     def loop(self, arg_types: list[Type]) -> ScalarType | None:
         """The type NumPy's ufunc computes in: the first loop type every argument converts to
-        exactly (NumPy's "safe" cast), each argument taken with the Python numbers beside it
-        (NEP 50); Python numbers alone as their promoted default type. Not the promoted type:
+        exactly (NumPy's "safe" cast), Python numbers as the type of all the arguments promoted
+        together (NEP 50: np.clip(u8, -2.5, f32) is f32, not the f64 of u8 with -2.5); Python
+        numbers alone as their promoted default type. Not the promoted type:
         int8 with uint8 promotes to int16, whose float is f32, where np.arctan2 computes in f16,
         which holds both."""
         return _search(self.loops if self.loops is not None else FLOATS if self.rule == FLOAT else ANY, arg_types)
@@ -158,10 +159,10 @@ class PythonFunction(Builtin):
 
 
 def _search(loops: tuple[ScalarType, ...], arg_types: list[Type]) -> ScalarType | None:
-    weak = [t for t in arg_types if isinstance(t, Weak)]
-    strong = [concrete(promote_all([t, *weak])) for t in arg_types if not isinstance(t, Weak)]
-    strong = strong or [concrete(promote_all(arg_types))]
-    return next((t for t in loops if all(converts_exactly(s, t) for s in strong)), None)
+    types = [t for t in arg_types if not isinstance(t, Weak)]
+    if len(types) < len(arg_types):  # Python numbers as every argument promoted together (NEP 50)
+        types.append(concrete(promote_all(arg_types)))
+    return next((t for t in loops if all(converts_exactly(s, t) for s in types)), None)
 
 
 def _strong(fe, e: ir.Expr, node) -> ir.Expr:

@@ -84,7 +84,9 @@ def promote(a: Type, b: Type) -> Type:
 
 
 def promote_all(types) -> Type:
-    types = list(types)
+    """The types promoted together as np.result_type does: the arrays' first, then Python numbers
+    (u8, 2.5, f32 is f32; u8 with 2.5 first would be f64)."""
+    types = sorted(types, key=lambda t: isinstance(t, Weak))  # stable
     result = types[0]
     for t in types[1:]:
         result = promote(result, t)

@@ -86,6 +86,29 @@ def test_a_constant_its_type_cannot_hold_is_never_spelled(t, value):
         codegen.literal(value, t)
 
 
+@g.map_kernel
+def _clamp_of_two_arrays_and_a_python_float(z: g.u8, x: g.f32):
+    return g.clamp(z, -2.5, x)
+
+
+@g.map_kernel
+def _clamp_of_two_arrays_and_a_python_int(b: g.bool_, y: g.i8):
+    return g.clamp(b, 2, y)
+
+
+def test_python_numbers_take_the_type_of_all_the_arguments_together():
+    """NEP 50: np.clip(u8, -2.5, f32) is f32 (u8 with -2.5 alone would be f64); the loop was f64."""
+    z, x = np.array([0, 3, 200], np.uint8), np.array([1.5, -7.0, 300.0], np.float32)
+    got = g.map(_clamp_of_two_arrays_and_a_python_float)(z, x)
+    want = np.clip(z, -2.5, x)
+    assert (got.dtype, want.dtype) == (np.float32, np.float32)
+    np.testing.assert_array_equal(got, want)
+    b, y = np.array([True, False, True]), np.array([1, 5, -3], np.int8)
+    got = g.map(_clamp_of_two_arrays_and_a_python_int)(b, y)
+    assert got.dtype == np.int8
+    np.testing.assert_array_equal(got, np.clip(b, 2, y))
+
+
 def _trips(N):
     class Span(g.Params):
         start: N
