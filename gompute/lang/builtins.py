@@ -284,7 +284,9 @@ def _compare(op: str) -> Callable:
 def _logical(op: str) -> Callable:
     def lower(fe, args, node):
         a, b = fe.truth(args[0]), fe.truth(args[1])
-        return ir.Compare("ne", a, b, T.bool_) if op == "xor" else ir.Logical(op, a, b, T.bool_)
+        if op == "xor":  # a Python bool converted too: a compare of two types is the i64/u64 one
+            return ir.Compare("ne", fe.convert(a, T.bool_, node), fe.convert(b, T.bool_, node), T.bool_)
+        return ir.Logical(op, a, b, T.bool_)
 
     return lower
 

@@ -96,6 +96,11 @@ def _clamp_of_two_arrays_and_a_python_int(b: g.bool_, y: g.i8):
     return g.clamp(b, 2, y)
 
 
+@g.map_kernel
+def _xor_with_a_python_bool(x: g.f32):
+    return g.logical_xor(x, True) | g.logical_xor(False, x > 1)
+
+
 def test_python_numbers_take_the_type_of_all_the_arguments_together():
     """NEP 50: np.clip(u8, -2.5, f32) is f32 (u8 with -2.5 alone would be f64); the loop was f64."""
     z, x = np.array([0, 3, 200], np.uint8), np.array([1.5, -7.0, 300.0], np.float32)
@@ -107,6 +112,13 @@ def test_python_numbers_take_the_type_of_all_the_arguments_together():
     got = g.map(_clamp_of_two_arrays_and_a_python_int)(b, y)
     assert got.dtype == np.int8
     np.testing.assert_array_equal(got, np.clip(b, 2, y))
+
+
+def test_logical_xor_takes_a_python_bool():
+    """Its C++ compared a bool with a Python bool as the i64/u64 pair, and did not compile."""
+    x = np.array([0.0, 1.5, -2.0, 3.0], np.float32)
+    want = np.logical_xor(x, True) | np.logical_xor(False, x > 1)
+    np.testing.assert_array_equal(g.map(_xor_with_a_python_bool)(x), want)
 
 
 def _trips(N):
