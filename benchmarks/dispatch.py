@@ -1,6 +1,7 @@
 """Per-call overhead of a cached `g.map(k)(x, out=x)` on a 1-element array (NumPy, torch CPU and
-a gompute Buffer), beside a NumPy ufunc on the same array and `numexpr.evaluate`; and the cost of
-`torch.from_dlpack(buffer)` and `np.from_dlpack(buffer)`. Not a test: it prints a table.
+a gompute Buffer), beside a NumPy ufunc on the same array and `numexpr.evaluate`; a torch call
+that makes a new tensor, beside torch's own; and the cost of `torch.from_dlpack(buffer)` and
+`np.from_dlpack(buffer)`. Not a test: it prints a table.
 
     python benchmarks/dispatch.py
 
@@ -51,6 +52,9 @@ def contestants() -> dict:
         t = torch.ones(1)
         c["torch.mul_ (torch CPU)"] = lambda: t.mul_(1.0)
         c["g.map on torch CPU"] = lambda: kernel(t, out=t, scale=two)
+        # A new result each call (not a target row: no ufunc call allocates as little)
+        c["new tensor: torch.mul(t, s)"] = lambda: torch.mul(t, 1.0)
+        c["new tensor: g.map on torch CPU"] = lambda: kernel(t, scale=two)
     compute = g.runtime.host.Compute.init()
     buf = compute.empty(1, g.f32)
     np.asarray(buf)[:] = 1
