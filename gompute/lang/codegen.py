@@ -66,7 +66,7 @@ def literal(value, t: Type) -> str:
     if not lo <= value <= hi:  # the frontend refuses or wraps such a value first: GCC would truncate it
         raise CompileError(f"internal error: the constant {value} does not fit {c.name}; please report it")
     suffix = {64: "LL" if c.kind == "i" else "ULL"}.get(c.bits, "" if c.kind == "i" else "u")
-    if c.kind == "i" and value == c.range()[0]:
+    if c.kind == "i" and value == lo:
         return f"(({c.c_name})({value + 1}{suffix} - 1))"
     text = f"{value}{suffix}"
     return text if c.bits >= 32 and value >= 0 else f"(({c.c_name}){text})"
