@@ -15,8 +15,21 @@ import operator
 
 import numpy as np
 
-TYPES = {"i32": np.int32, "i64": np.int64, "u8": np.uint8, "f32": np.float32, "f64": np.float64, "f16": np.float16}
-CAST_TYPES = {**TYPES, "bool_": np.bool_, "i8": np.int8, "i16": np.int16, "u16": np.uint16, "u64": np.uint64}
+TYPES = {
+    "bool_": np.bool_,
+    "i8": np.int8,
+    "i16": np.int16,
+    "i32": np.int32,
+    "i64": np.int64,
+    "u8": np.uint8,
+    "u16": np.uint16,
+    "u32": np.uint32,
+    "u64": np.uint64,
+    "f16": np.float16,
+    "f32": np.float32,
+    "f64": np.float64,
+}
+CAST_TYPES = dict(TYPES)
 VARS = ("x", "y", "z")
 
 INT_LITERALS = (0, 1, 2, 3, 7, -1, -3, 100, 127, 128, 255, 256, 300, -129, 2**31 - 1, 2**31, 2**53 + 1, 2**63 - 1)
@@ -64,7 +77,31 @@ EXACT_BUILTINS = {
     "copysign": 2,
     "clamp": 3,
     "where": 3,
+    "fabs": 1,
+    "rint": 1,
+    "sign": 1,
+    "square": 1,
+    "reciprocal": 1,
+    "signbit": 1,
+    "bitwise_count": 1,
+    "logical_not": 1,
+    "nextafter": 2,
+    "spacing": 1,
+    "minimum": 2,
+    "maximum": 2,
+    "fmin": 2,
+    "fmax": 2,
+    "fmod": 2,
+    "heaviside": 2,
+    "gcd": 2,
+    "lcm": 2,
+    "logical_and": 2,
+    "logical_or": 2,
+    "logical_xor": 2,
 }
+# Of two equal zeros, which one these return is not specified: NumPy's own loops do not agree
+# (its short and long arrays differ). min, max, minimum and maximum are NumPy's exactly.
+ZERO_TIES = ("fmin", "fmax")
 # Builtins computed by a math library: NumPy's and the C++ one may differ in the last bits.
 LIBM_BUILTINS = {
     **dict.fromkeys(
@@ -192,7 +229,8 @@ def evaluate(e, env: dict):
         return _logical(e[1], a, b), _union(ma, mb)
     if kind == "call":
         values = [evaluate(a, env) for a in e[2:]]
-        return _call(e[1], [v for v, _ in values]), _union(*(m for _, m in values))
+        args = [v for v, _ in values]
+        return _call(e[1], args), _union(*(m for _, m in values), _zero_ties(e[1], args))
     if kind == "cast":
         a, m = evaluate(e[2], env)
         return _cast(e[1], a, m)
@@ -274,11 +312,26 @@ def _call(name: str, args: list):
         return _numpy(np.divide, root.dtype.type(1), root)
     if name == "pow" and "f" not in (_kind(a) for a in args):
         return _binary("**", *args)
+    if name == "reciprocal" and _kind(args[0]) != "f":  # NumPy leaves 1 // 0 unspecified, the language 0
+        a = np.asarray(args[0]).astype(np.int8) if _kind(args[0]) == "b" else np.asarray(args[0])
+        return np.where(a == 0, a.dtype.type(0), _numpy(np.reciprocal, np.where(a == 0, a.dtype.type(1), a)))
     if name in ("floor", "ceil", "trunc", "round") and _kind(args[0]) != "f":
         return args[0]
     if name in ("isnan", "isinf", "isfinite") and all(_weak(a) for a in args):
         return bool(_numpy(getattr(np, name), args[0]))  # np.isnan(2**64) raises
     return _numpy(getattr(np, _NUMPY_NAMES.get(name, name)), *args)
+
+
+def _zero_ties(name: str, args):
+    """The elements where `name` meets a zero of each sign, whose result's sign is not specified."""
+    if name not in ZERO_TIES:
+        return None
+    a, b = (np.asarray(v) for v in args)
+    if "f" not in (a.dtype.kind, b.dtype.kind):
+        return None
+    with np.errstate(all="ignore"):
+        tie = (a == 0) & (b == 0) & (np.signbit(a.astype(np.float64)) != np.signbit(b.astype(np.float64)))
+    return tie if np.any(tie) else None
 
 
 def _cast(name: str, a, mask):

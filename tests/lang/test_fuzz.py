@@ -132,7 +132,10 @@ def inputs(types, seed: int) -> dict[str, np.ndarray]:
     arrays = {}
     for name, t in zip(VARS, types):
         dtype = np.dtype(TYPES[t])
-        if dtype.kind == "f":
+        if dtype.kind == "b":
+            values = np.array([False, True])
+            extra = rng.integers(0, 2, SIZE - len(values)).astype(bool)
+        elif dtype.kind == "f":
             info = np.finfo(dtype)
             edges = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.0, 0.1, 1e10, -1e10, 2.0**31, 2.0**63]
             edges += [255.5, 65504.0, 1e-8, float(info.max), -float(info.max), float(info.tiny)]
@@ -143,7 +146,8 @@ def inputs(types, seed: int) -> dict[str, np.ndarray]:
         else:
             info = np.iinfo(dtype)
             edges = [0, 1, -1, 2, -2, 7, -7, 100, -100, 127, 128, 255, 256, info.min, info.max, info.min + 1]
-            values = np.array(edges + [info.max - 1]).astype(np.int64).astype(dtype)
+            lo, span = int(info.min), int(info.max) - int(info.min) + 1  # wrapped into the type, as C converts
+            values = np.array([(int(v) - lo) % span + lo for v in edges + [info.max - 1]], dtype=object).astype(dtype)
             extra = rng.integers(info.min, info.max, SIZE - len(values), dtype=dtype, endpoint=True)
         arrays[name] = rng.permutation(np.concatenate([values, extra.astype(dtype)]))
     return arrays
