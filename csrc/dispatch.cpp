@@ -11,6 +11,8 @@
 // does not fit) is not taken, and the general path runs and reports any error properly.
 #include "dispatch.h"
 
+#include <pybind11/stl.h>
+
 #include "array_view.h"
 #include "planner.h"
 
@@ -368,6 +370,47 @@ void FastMap::launch(const Launch& found, const ArrayView* inputs, const ArrayVi
   std::shared_ptr<Kernel> kernel = found.kernel;
   py::gil_scoped_release release;
   kernel->launch(grid, block, 0, args, sizes, count, nullptr, /*wait=*/true);
+}
+
+void bind_fast_map(py::module_& m, ternaryfunc call) {
+  py::class_<FastMap>(m, "FastMap", py::custom_type_setup([call](PyHeapTypeObject* type) { type->ht_type.tp_call = call; }),
+                      "g.map's cache of launches (see dispatch.cpp). Calling it, "
+                      "(*arrays, out=None, stream=None, **params), launches from the cache when it takes the call, "
+                      "else returns self._general(*arrays, **kwargs).")
+      .def(py::init([](int arity, uint32_t block_size, const std::vector<std::tuple<std::string, size_t, char, int>>& fields,
+                       size_t params_size, bool has_params) {
+             std::vector<ParamField> table;
+             for (const auto& [name, offset, kind, bits] : fields) table.push_back({name, py::none(), offset, kind, bits});
+             return std::make_unique<FastMap>(arity, block_size, std::move(table), params_size, has_params);
+           }),
+           py::arg("arity"), py::arg("block_size"), py::arg("fields"), py::arg("params_size"), py::arg("has_params"))
+      .def("remember", &FastMap::remember, py::arg("inputs"), py::arg("out"), py::arg("kind"), py::arg("kernel"),
+           py::arg("vector"))
+      .def("remember_output", &FastMap::remember_output, py::arg("inputs"), py::arg("type"), py::arg("make"),
+           py::arg("args"), py::arg("kwargs"));
+  py::class_<TableEmpty>(m, "TableEmpty",
+                         "New arrays made by a DLPack exchange table's allocator (torch's), in C++ (dispatch.h).")
+      .def_static(
+          "like",
+          [](py::handle like, uint8_t code, uint8_t bits) -> py::object {
+            auto e = TableEmpty::like(like.ptr(), code, bits);
+            return e ? py::cast(*e) : py::none();
+          },
+          py::arg("like"), py::arg("code"), py::arg("bits"),
+          "For new arrays of like's type and device and of DLPack dtype (code, bits); None where like's type "
+          "carries no exchange table with an allocator.")
+      .def(
+          "__call__",
+          [](const TableEmpty& e, const std::vector<int64_t>& shape) {
+            std::string why;
+            py::object made = e.make(shape.data(), int(shape.size()), &why);
+            if (!made) {  // MemoryError: what NumPy and CuPy raise, which kernel.py's _Maker reports
+              PyErr_SetString(PyExc_MemoryError, why.empty() ? "the allocator failed" : why.c_str());
+              throw py::error_already_set();
+            }
+            return made;
+          },
+          py::arg("shape"));
 }
 
 }  // namespace gompute

@@ -139,4 +139,7 @@ class FastMap {
   OutputMakers outputs_;
 };
 
+// _core.FastMap, its type calling `call`, and _core.TableEmpty.
+void bind_fast_map(pybind11::module_& m, ternaryfunc call);
+
 }  // namespace gompute
