@@ -543,7 +543,7 @@ def _output_maker(array, bound: BoundKernel, dtype) -> tuple[_Maker, Callable]:
     numpy_out = _Maker(np.empty, (numpy_dtype,)) if numpy_dtype is not None else on_device
     if isinstance(array, np.ndarray) and bound.backend is Backend.host:
         return numpy_out, _same
-    table = _core.TableEmpty.like(array, *_dlpack_dtype(dtype))
+    table = _core.TableEmpty.like(array, dtype.dlpack_code, dtype.bits)
     if table is not None:  # torch's tensors: made in C++ by the allocator its DLPack exchange table holds
         return _Maker(table, dtype=numpy_dtype or dtype), _same
     import array_api_compat  # a requirement: without it a torch or CuPy input would give a Buffer back
@@ -556,15 +556,6 @@ def _output_maker(array, bound: BoundKernel, dtype) -> tuple[_Maker, Callable]:
     if not hasattr(xp, name):
         return on_device, _same
     return _Maker(xp.empty, (), {"dtype": getattr(xp, name), "device": array_api_compat.device(array)}), _same
-
-
-# DLPack's type codes (DLDataTypeCode) of gompute's kinds of type; bf16 has one of its own.
-_DLPACK_CODES = {"b": 6, "i": 0, "u": 1, "f": 2, "c": 5}
-
-
-def _dlpack_dtype(dtype) -> tuple[int, int]:
-    """(code, bits) of DLPack's DLDataType for the gompute type `dtype`."""
-    return (4 if dtype.name == "bf16" else _DLPACK_CODES[dtype.kind]), dtype.bits
 
 
 def _count_write(tensor) -> None:
