@@ -8,7 +8,10 @@ in C++ like torch's (built by the host compiler on first use): its
 `current_work_stream` answers with the stream `set_current_stream` last set for the device
 (the seam for torch's current stream). g.map's C++ path reads it with the code it reads a
 real CUDA tensor with; the general path asks the same table for the stream, then reads the
-buffer through `__dlpack__`.
+buffer through `__dlpack__`. Its `managed_tensor_allocator` makes a contiguous Buffer on the
+prototype's device (torch's makes a tensor from the caching allocator), and
+`managed_tensor_to_py_object_no_sync` a FakeCudaTensor over it: how g.map and g.reduce make
+new results of a torch tensor, in C++.
 """
 
 from __future__ import annotations
@@ -20,13 +23,15 @@ import weakref
 import numpy as np
 import torch
 
+import gompute as g
 from gompute.compile import build_image
-from tests.interop.dlpack_abi import DLDataType, DLDevice, DLTensor, capi
+from tests.interop.dlpack_abi import DLDataType, DLDevice, DLManagedTensorVersioned, DLTensor, capi
 
 CAPSULE_NAME = b"dlpack_exchange_api"  # the capsule name DLPack gives the exchange table
 
 KDL_CUDA = 2
 _CODES = {"i": 0, "u": 1, "f": 2, "b": 6}  # NumPy's kind -> DLPack's type code
+_KINDS = {code: kind for kind, code in _CODES.items()}
 
 # The table and what it answers from: a DLTensor per live FakeCudaTensor (by its address, the
 # PyObject* the table is given) and a current stream per device. Called with the GIL held.
@@ -74,11 +79,17 @@ int current_stream(int32_t, int32_t device, void** out) {
   return 0;
 }
 
-const Table table = {1, 3, nullptr, nullptr, nullptr, nullptr, view, current_stream};
+Table table = {1, 3, nullptr, nullptr, nullptr, nullptr, view, current_stream};
 }  // namespace
 
 #define FAKE_API extern "C" __attribute__((visibility("default")))
 FAKE_API const Table* fake_torch_table() { return &table; }
+// The allocator and the tensor-to-object call, Python functions (ctypes): set once, before the
+// table's capsule is made.
+FAKE_API void fake_torch_set_allocator(void* allocate, void* to_object) {
+  table.managed_tensor_allocator = allocate;
+  table.managed_tensor_to_py_object_no_sync = to_object;
+}
 FAKE_API void fake_torch_describe(const void* object, const DLTensor* t) {
   std::lock_guard<std::mutex> lock(mu);
   tensors[object] = *t;
@@ -108,6 +119,8 @@ def _library() -> ctypes.CDLL:
     lib.fake_torch_set_stream.argtypes = [ctypes.c_int, ctypes.c_void_p]
     lib.fake_torch_queries.argtypes = [ctypes.c_int]
     lib.fake_torch_queries.restype = ctypes.c_longlong
+    lib.fake_torch_set_allocator.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    lib.fake_torch_set_allocator(ctypes.cast(_allocate, ctypes.c_void_p), ctypes.cast(_to_object, ctypes.c_void_p))
     FakeCudaTensor.__dlpack_c_exchange_api__ = capi.PyCapsule_New(lib.fake_torch_table(), CAPSULE_NAME, None)
     return lib
 
@@ -117,6 +130,8 @@ class FakeCudaTensor(torch.Tensor):
 
     __torch_function__ = torch._C._disabled_torch_function_impl  # torch ops see the placeholder
     __dlpack_c_exchange_api__ = None  # the table's capsule, once built
+    allocations = 0  # tensors the table's allocator made
+    refuse_allocations = False  # the allocator fails, as torch's out of memory
 
     @staticmethod
     def over(buffer) -> FakeCudaTensor:
@@ -159,3 +174,58 @@ class FakeCudaTensor(torch.Tensor):
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         return self.buffer.__dlpack__(stream=stream, max_version=max_version)
+
+
+# The allocator's tensors not yet given up by their deleter, by address: each with what its
+# DLManagedTensorVersioned points at (shape, strides) and the Buffer that owns its memory.
+_made: dict[int, tuple] = {}
+_SetError = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p)
+_Deleter = DLManagedTensorVersioned._fields_[3][1]
+
+
+@_Deleter
+def _delete(tensor) -> None:
+    _made.pop(ctypes.addressof(tensor.contents), None)
+
+
+@ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.POINTER(DLTensor),
+    ctypes.POINTER(ctypes.POINTER(DLManagedTensorVersioned)),
+    ctypes.c_void_p,
+    _SetError,
+)
+def _allocate(prototype, out, error_ctx, set_error) -> int:
+    """The table's managed_tensor_allocator: a contiguous Buffer of the prototype's dtype, shape and
+    device, or -1 after set_error (out of memory, as torch says it, with a trace after its first line)."""
+    p = prototype.contents
+    shape = tuple(p.shape[d] for d in range(p.ndim))
+    try:
+        if FakeCudaTensor.refuse_allocations:
+            raise MemoryError(f"CUDA out of memory. Tried to allocate {shape}\nfake trace line")
+        dtype = np.dtype(f"{_KINDS[p.dtype.code]}{p.dtype.bits // 8}")
+        buffer = g.runtime.cuda.Compute.init_device(p.device.device_id).empty(shape, g.types.from_dtype(dtype))
+    except Exception as e:  # every failure is the allocator's -1, as torch's
+        set_error(error_ctx, type(e).__name__.encode(), str(e).encode())
+        return -1
+    FakeCudaTensor.allocations += 1
+    ndim = len(shape)
+    extents = (ctypes.c_int64 * max(ndim, 1))(*shape)
+    strides = (ctypes.c_int64 * max(ndim, 1))(*(s // dtype.itemsize for s in buffer.strides))
+    tensor = DLManagedTensorVersioned(1, 0, None, _delete, 0)
+    tensor.dl_tensor = DLTensor(buffer.data_addr(), p.device, ndim, p.dtype, extents, strides, 0)
+    _made[ctypes.addressof(tensor)] = (tensor, extents, strides, buffer)
+    out[0] = ctypes.pointer(tensor)
+    return 0
+
+
+@ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(DLManagedTensorVersioned), ctypes.POINTER(ctypes.c_void_p))
+def _to_object(tensor, out) -> int:
+    """The table's managed_tensor_to_py_object_no_sync: a FakeCudaTensor over the tensor's Buffer (a new
+    reference); the managed tensor is given up, as the framework's array owns it now."""
+    buffer = _made[ctypes.addressof(tensor.contents)][3]
+    made = FakeCudaTensor.over(buffer)
+    tensor.contents.deleter(tensor)
+    capi.Py_IncRef(ctypes.py_object(made))
+    out[0] = id(made)
+    return 0

@@ -137,6 +137,46 @@ def test_a_tensor_on_the_second_device_runs_there_on_that_devices_stream(cuda, f
     assert FakeCudaTensor.stream_queries(0) == asked[0] and FakeCudaTensor.stream_queries(1) > asked[1]
 
 
+def test_new_results_come_from_the_tables_allocator_on_the_tensors_device(cuda, fake_tensor):
+    """Without out=, the result is made by the exchange table's allocator (torch's caching allocator
+    on a GPU) on the input's device, by the general path and by the C++ path alike, and the launch
+    goes on torch's current stream there."""
+    from tests.fakes.torch_cuda import FakeCudaTensor
+
+    count = g._core.probe(g.Backend.cuda.kind)[3]
+    computes = [cuda] + ([g.runtime.cuda.Compute.init_device(1)] if count > 1 else [])
+    for device, compute in enumerate(computes):
+        stream = compute.create_stream()
+        x = fake_tensor(filled(compute, values), stream.handle)
+        k, calls = counting(scale_relu)
+        for scale in (2, 3):
+            made, asked = FakeCudaTensor.allocations, FakeCudaTensor.stream_queries(device)
+            y = k(x, scale=scale)
+            assert isinstance(y, FakeCudaTensor) and y.buffer.device == device and y.shape == x.shape
+            assert FakeCudaTensor.allocations == made + 1
+            assert FakeCudaTensor.stream_queries(device) > asked
+            stream.synchronize()
+            np.testing.assert_array_equal(downloaded(y.buffer), relu(values, scale))
+        assert calls == ["FakeCudaTensor"]  # the second call: the C++ path's allocation
+
+
+def test_an_allocator_that_fails_raises_alloc_failed_with_its_first_line(cuda, fake_tensor):
+    from tests.fakes.torch_cuda import FakeCudaTensor
+
+    x = fake_tensor(filled(cuda, values))
+    k, calls = counting(scale_relu)
+    k(x, scale=1)
+    FakeCudaTensor.refuse_allocations = True
+    try:
+        for _ in range(2):  # the C++ path gives up and the general path says why
+            with pytest.raises(g.AllocFailed, match=r"shape \(3000,\), 12000 bytes.*CUDA out of memory") as raised:
+                k(x, scale=1)
+            assert "fake trace line" not in str(raised.value)
+    finally:
+        FakeCudaTensor.refuse_allocations = False
+    assert len(calls) == 3
+
+
 def test_real_cuda_tensors_take_the_cpp_path_on_torchs_stream():
     """On a GPU with a CUDA build of torch (gpu_check.py runs the CUDA-marked tests there)."""
     if not torch.cuda.is_available():
@@ -150,5 +190,10 @@ def test_real_cuda_tensors_take_the_cpp_path_on_torchs_stream():
             k(t, out=t, scale=scale)
             versions.append(t._version)
         got = t.cpu().numpy()
+        made = [k(t, scale=2) for _ in range(2)]  # new results: torch's allocator, on the general and C++ paths
+        after = [(y + 1).cpu().numpy() for y in made]  # torch ops on the same stream see them done
     np.testing.assert_allclose(got, relu(values, 3), rtol=1e-6)
-    assert len(calls) == 1 and versions == sorted(set(versions))
+    assert len(calls) == 2 and versions == sorted(set(versions))
+    for y, values_after in zip(made, after):
+        assert type(y) is torch.Tensor and y.device == t.device and y.dtype == torch.float32
+        np.testing.assert_allclose(values_after, relu(relu(values, 3), 2) + 1, rtol=1e-6)

@@ -66,3 +66,23 @@ def test_reductions_of_cuda_buffers(cuda):
     np.testing.assert_allclose(
         _down(cuda, g.reduce(K.dot)(buf, buf), np.float32), np.sum(x.astype(np.float64) ** 2), rtol=1e-5
     )
+
+
+def test_reductions_of_torch_cuda_tensors_are_made_by_the_tables_allocator(cuda):
+    """A torch CUDA tensor's result is a tensor its exchange table's allocator made on its device
+    (tests/fakes/torch_cuda.py stands in for torch's), on the general path and the C++ fast one."""
+    pytest.importorskip("torch", reason="PyTorch is not installed")
+    if not images.is_fake(cuda):
+        pytest.skip("FakeCudaTensor describes memory of the fake driver")
+    from tests.fakes.torch_cuda import FakeCudaTensor
+
+    x = np.random.default_rng(5).standard_normal((300, 70)).astype(np.float32)
+    t = FakeCudaTensor.over(_on(cuda, x))
+    r = g.reduce(K.sumsq)
+    for warm in (True, False):  # the general path first (where the fast path has not met the axes)
+        for axis in (None, 0, 1):
+            made = FakeCudaTensor.allocations
+            got = r(t, axis=axis)
+            assert isinstance(got, FakeCudaTensor) and got.buffer.device == 0
+            assert warm or FakeCudaTensor.allocations == made + 1
+            np.testing.assert_allclose(_down(cuda, got.buffer, np.float32), np.sum(x * x, axis=axis), rtol=1e-5)
