@@ -2,8 +2,9 @@
 
 1. `g.map` on a NumPy array: a new result, then in place (out=), each timed beside NumPy's own
    expression for the same math.
-2. Where PyTorch is installed, a round trip NumPy -> torch -> gompute -> NumPy that copies nothing.
-3. The runtime by hand: `scale_relu` written by hand for the backend (PTX for CUDA, C++ against
+2. `g.reduce` on the same array: a sum of squares, whole and per row, timed beside NumPy's.
+3. Where PyTorch is installed, a round trip NumPy -> torch -> gompute -> NumPy that copies nothing.
+4. The runtime by hand: `scale_relu` written by hand for the backend (PTX for CUDA, C++ against
    the host launch convention for the host backend), loaded, launched and checked. Without a GPU this part
    runs on the host backend and says so.
 """
@@ -92,6 +93,12 @@ def scale_relu(x: g.f32, p: Params) -> g.f32:
     return y if y > 0 else g.f32(0)
 
 
+@g.reduce_kernel(identity=0)
+def sumsq(x: g.f32) -> g.f32:
+    """The reduction of part 2: x * x for each element, added up (the combine is + unless given)."""
+    return x * x
+
+
 def scale_relu_image(compute) -> bytes:
     """The hand-written scale_relu module for `compute`'s backend."""
     if compute.backend is g.Backend.cuda:
@@ -164,12 +171,38 @@ def map_on_numpy(n: int, scale: float) -> bool:
     return matches and in_place
 
 
+def reduce_on_numpy(n: int, rows: int) -> bool:
+    """Part 2; whether every result matched NumPy's (to f32's rounding: each adds in its own order)."""
+    x = np.linspace(-1.0, 1.0, n, dtype=np.float32)
+    m = x.reshape(rows, -1)
+    r = g.reduce(sumsq)
+    start = time.perf_counter()
+    total = r(x)
+    first = time.perf_counter() - start
+    per_row = r(m, axis=1)
+    exact = np.sum(np.square(x, dtype=np.float64))  # the f64 reference both are held to
+    matches = (
+        isinstance(total, np.ndarray)
+        and total.dtype == np.float32
+        and abs(float(total) - exact) <= 1e-6 * exact
+        and np.allclose(per_row, np.sum(np.square(m, dtype=np.float64), axis=1), rtol=1e-6)
+    )
+    print(f"\n2. g.reduce on the same array: a sum of squares, whole and per row of a ({rows}, {n // rows}) view")
+    print(f"   total = g.reduce(sumsq)(x)  first call {first:.2f} s; per_row = g.reduce(sumsq)(m, axis=1)")
+    print(f"   both NumPy float32 arrays, within 1e-6 of the sums in f64: {matches}")
+    ours, numpys, blas = best_of(lambda: r(x)), best_of(lambda: np.sum(x * x)), best_of(lambda: np.dot(x, x))
+    print(f"   whole, best of 20:   g.reduce {_ms(ours)}   NumPy np.sum(x * x) {_ms(numpys)}, np.dot(x, x) {_ms(blas)}")
+    ours, numpys = best_of(lambda: r(m, axis=1)), best_of(lambda: np.sum(m * m, axis=1))
+    print(f"   per row, best of 20: g.reduce {_ms(ours)}   NumPy np.sum(m * m, axis=1) {_ms(numpys)}")
+    return matches
+
+
 def map_through_torch(n: int, scale: float) -> bool:
-    """Part 2, where PyTorch is installed; whether nothing was copied and the values are right."""
+    """Part 3, where PyTorch is installed; whether nothing was copied and the values are right."""
     try:
         import torch
     except ImportError:
-        print("\n2. PyTorch is not installed: the zero-copy round trip through a torch tensor is left out")
+        print("\n3. PyTorch is not installed: the zero-copy round trip through a torch tensor is left out")
         return True
     x = np.linspace(-1.0, 1.0, n, dtype=np.float32)
     expected = np.maximum(x * np.float32(scale), 0)
@@ -179,7 +212,7 @@ def map_through_torch(n: int, scale: float) -> bool:
     same = x.ctypes.data == t.data_ptr() == back.ctypes.data
     right = np.array_equal(x, expected)
     r = g.map(scale_relu)(t, scale=scale)
-    print(f"\n2. A round trip through a torch tensor (PyTorch {torch.__version__}), copying nothing")
+    print(f"\n3. A round trip through a torch tensor (PyTorch {torch.__version__}), copying nothing")
     print(f"   t = torch.from_numpy(x); g.map(scale_relu)(t, out=t, scale={scale}); back = t.numpy()")
     print(f"   x, t and back are one block of memory at {x.ctypes.data:#x}: {same}; x holds the result: {right}")
     print(f"   g.map(scale_relu)(t, scale={scale}) returns a {type(r).__module__}.{type(r).__name__} ({r.dtype})")
@@ -187,7 +220,7 @@ def map_through_torch(n: int, scale: float) -> bool:
 
 
 def by_hand_compute():
-    """The Compute part 3 runs on, and why it is that one."""
+    """The Compute part 4 runs on, and why it is that one."""
     gpu = g.runtime.dynamic.Compute.init()
     if gpu.backend is g.Backend.cuda:
         return gpu, ""
@@ -200,8 +233,8 @@ def by_hand_compute():
 
 
 def by_hand(compute, note: str, n: int, scale: float) -> bool:
-    """Part 3; whether the result matched NumPy's."""
-    print("\n3. The runtime by hand: load a module, allocate, upload, launch, download")
+    """Part 4; whether the result matched NumPy's."""
+    print("\n4. The runtime by hand: load a module, allocate, upload, launch, download")
     if note:
         print(f"   {note}")
     with compute:
@@ -218,11 +251,12 @@ def by_hand(compute, note: str, n: int, scale: float) -> bool:
 
 
 def main() -> int:
-    """Runs the three parts; 0 when every result matched NumPy's."""
+    """Runs the four parts; 0 when every result matched NumPy's."""
     print(f"gompute {g.__version__} demo\n\nBackends on this machine:")
     backends()
     compute, note = by_hand_compute()  # first: a backend asked for by GOMPUTE_BACKEND and missing ends the demo here
     ok = map_on_numpy(1 << 22, 2.0)
+    ok = reduce_on_numpy(1 << 22, 1 << 12) and ok
     ok = map_through_torch(1 << 22, 2.0) and ok
     ok = by_hand(compute, note, 1 << 20, 2.0) and ok
     return 0 if ok else 1
