@@ -241,7 +241,12 @@ def _struct_names(units: list[Specialization]) -> dict[type, str]:
 
 
 def _struct(cls, name: str) -> list[str]:
-    fields = [f"  {storage_ctype(f.type)} {c_ident(f.name)};" for f in cls.__fields__] or ["  char gompute_empty;"]
+    """A params struct laid out as gompute.abi packs it: each field aligned to its size (a c128, whose
+    type the host aligns to 8, explicitly)."""
+    fields = [
+        f"  {'alignas(16) ' if f.type.itemsize == 16 else ''}{storage_ctype(f.type)} {c_ident(f.name)};"
+        for f in cls.__fields__
+    ] or ["  char gompute_empty;"]
     return [
         f"struct {name} {{",
         *fields,

@@ -411,3 +411,37 @@ def test_the_gpu_text_computes_numpys_values_on_the_cpu(text):
     got = np.empty(z.shape, np.complex128)
     bufs[2].download(got)
     np.testing.assert_allclose(got, g.map(arithmetic)(z, w), rtol=4 * np.finfo(np.float64).eps)
+
+
+class Shift(g.Params):
+    k: g.i8
+    z: c128  # at offset 16, as gompute.abi packs it (the host's c128 type is aligned to 8)
+
+
+@g.map_kernel
+def shifted_double(z: c128, p: Shift) -> c128:
+    return z * 2 + p.z * p.k
+
+
+@g.reduce_kernel(identity=0)
+def real_sum(z: c128) -> g.f64:
+    return z.real
+
+
+def _at_8_past_16(n: int) -> np.ndarray:
+    """n complex128 values at an address 8 past a multiple of 16: aligned, as NumPy calls it."""
+    x = np.arange(2 * n + 1, dtype=np.float64)[1:].view(np.complex128)
+    assert x.flags.aligned and x.ctypes.data % 16 == 8
+    return x
+
+
+@pytest.mark.parametrize("n", [1, 3, 17, 1001])
+def test_c128_arrays_at_an_8_byte_boundary_are_read_and_written(n):
+    """GCC's aligned 16-byte moves for an alignas(16) c128 faulted on these on the host."""
+    x, out = _at_8_past_16(n), _at_8_past_16(n)
+    want = x * 2 + (1 - 2j) * 3
+    np.testing.assert_array_equal(g.map(shifted_double)(x, k=3, z=1 - 2j), want)
+    assert g.map(shifted_double)(x, out=out, k=3, z=1 - 2j) is out
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(g.map(shifted_double)(x[::2], k=3, z=1 - 2j), want[::2])
+    assert g.reduce(real_sum)(x) == x.real.sum()

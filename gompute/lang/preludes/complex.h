@@ -1,8 +1,12 @@
 // gompute complex prelude: g.c64 and g.c128, written out so that the same text builds on the host,
 // with NVRTC and with hiprtc (no <complex>, no cuComplex.h).
 //
-// Layout: {re, im} aligned to the whole value's size, which is cuComplex's and cuDoubleComplex's
-// layout and std::complex's (whose alignment is a part's: arrays of either are read the same).
+// Layout: {re, im}, cuComplex's and cuDoubleComplex's and std::complex's. On a GPU aligned to the
+// whole value's size, as cuComplex and cuDoubleComplex are (views and imports aligned to less are
+// refused there). On the host c128 is aligned to a part, as std::complex<double> and NumPy's
+// complex128 are: NumPy calls an array at an 8-byte boundary aligned, and the 16-byte aligned moves
+// GCC would use for an alignas(16) type fault on it. A params struct's c128 field is aligned to 16
+// on every backend (module.py), where gompute.abi puts it.
 // Arithmetic and comparisons are NumPy's loops (a plain product, Smith's quotient); the functions
 // follow C99 Annex G / glibc, which NumPy calls, for inf and NaN where the comments say so. c64's
 // functions compute in double and round each part once: as accurate as f32 can hold, and free of
@@ -26,7 +30,13 @@ struct alignas(8) gompute_c64 {
   GOMPUTE_COMPLEX_METHOD explicit gompute_c64(gompute_c128 z);
 };
 
-struct alignas(16) gompute_c128 {
+#if defined(__device__)
+#define GOMPUTE_C128_ALIGN 16
+#else
+#define GOMPUTE_C128_ALIGN 8
+#endif
+
+struct alignas(GOMPUTE_C128_ALIGN) gompute_c128 {
   double re, im;
   gompute_c128() = default;
   GOMPUTE_COMPLEX_METHOD gompute_c128(double r, double i) : re(r), im(i) {}
@@ -38,7 +48,7 @@ struct alignas(16) gompute_c128 {
 GOMPUTE_COMPLEX_METHOD gompute_c64::gompute_c64(gompute_c128 z) : re((float)z.re), im((float)z.im) {}
 
 static_assert(sizeof(gompute_c64) == 8 && alignof(gompute_c64) == 8, "gompute_c64 must be laid out as cuComplex");
-static_assert(sizeof(gompute_c128) == 16 && alignof(gompute_c128) == 16,
+static_assert(sizeof(gompute_c128) == 16 && alignof(gompute_c128) == GOMPUTE_C128_ALIGN,
               "gompute_c128 must be laid out as cuDoubleComplex");
 
 // NumPy's complex loops, operator by operator, for C the type and R its part type.
