@@ -81,15 +81,18 @@ inline Entry entry_kind(const Array* inputs, int count, const Array& out) {
   return Entry::map;
 }
 
+// Whether two arrays' byte ranges meet (they may still interleave without a common byte).
+inline bool ranges_meet(const Array& a, const Array& b) {
+  uint64_t lo, hi, b_lo, b_hi;
+  a.byte_range(lo, hi);
+  b.byte_range(b_lo, b_hi);
+  return lo < b_hi && b_lo < hi;
+}
+
 // Whether input i's bytes meet the output's without it being the output's very view: the
 // result would then depend on the order elements are computed in. Ranges that meet may
 // still interleave without a common byte (x[::2], x[1::2]); an exact answer is the caller's.
-inline bool overlaps(const Array& input, const Array& out) {
-  uint64_t lo, hi, out_lo, out_hi;
-  input.byte_range(lo, hi);
-  out.byte_range(out_lo, out_hi);
-  return lo < out_hi && out_lo < hi && !input.same_view(out);
-}
+inline bool overlaps(const Array& input, const Array& out) { return ranges_meet(input, out) && !input.same_view(out); }
 
 // How the strided entry walks the arrays (inputs, then the output last, of `shape`): the
 // dimensions in the output's memory order, extent-1 ones dropped, neighbours merged wherever

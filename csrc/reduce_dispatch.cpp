@@ -159,8 +159,8 @@ py::object FastReduce::call(PyObject* args, PyObject* kwargs) {
       !o.distinct_elements() || !same_place(inputs, arity_, o))
     return py::object();
   arrays[arity_] = o.planned();
-  for (int i = 0; i < arity_; ++i)
-    if (plan::overlaps(arrays[i], arrays[arity_])) return py::object();
+  for (int i = 0; i < arity_; ++i)  // even its very view: a result reads other results' elements
+    if (plan::ranges_meet(arrays[i], arrays[arity_])) return py::object();
   signature[arity_] = o.format();
   const Launch* found = find(signature, size_t(arity_) + 1, o);
   if (!found || !found->context->alive()) return py::object();  // shut down since: the general path binds again

@@ -31,11 +31,11 @@ from .interop import asbuffer, describe, is_jax
 from .kernel import (
     _Call,
     _call_device,
-    _check_overlap,
     _count_write,
     _is_torch_tensor,
     _output_maker,
     _same,
+    _shares_memory,
     _target_arch,
 )
 from .lang.reduce_kernel import ReduceKernel, check_keepdims, normalize_axes
@@ -231,7 +231,12 @@ class _ReduceCall(_Call):
             )
         if not out.distinct_elements:
             raise ArgumentError(f"{name}: {describe(self.out)} has elements that share memory; pass one of its own")
-        _check_overlap(name, self.inputs, out)
+        for i, b in enumerate(self.inputs):  # even its very view: a result reads other results' elements
+            if _shares_memory(b, out):
+                raise ArgumentError(
+                    f"{name}: out shares memory with input {i}, which the reduction reads while it writes its "
+                    "results; pass a separate output array"
+                )
         return self.out, out
 
     def _launch(self, bound: BoundReduce, spec, inputs, out, axes, packed, stream) -> None:

@@ -239,3 +239,26 @@ def test_a_new_result_for_a_buffer_on_a_stream_is_on_that_stream(cuda):  # noqa:
         stream.synchronize()
         np.testing.assert_allclose(_down(cuda, got, np.float32), np.sum(x, axis=axis), rtol=1e-5, atol=1e-4)
     assert len(calls) == 3
+
+
+def test_an_out_that_is_a_broadcast_inputs_very_view_is_refused():
+    """y broadcast against a's rows and out=y: result i would overwrite y[i], which every later
+    result reads (a matrix-vector product in place). Both paths refuse it; views that interleave
+    without a common byte are computed."""
+    r, calls = counting(K.dot)
+    a, y = _data((4, 4)), _data((4,))
+    for _ in range(2):  # the second call is the fast path's
+        np.testing.assert_allclose(r(a, y, axis=1, out=np.empty(4, np.float32)), a @ y, rtol=1e-6)
+    before = y.copy()
+    for axis in (1, 0):
+        with pytest.raises(g.ArgumentError, match="out shares memory with input 1"):
+            r(a, y, axis=axis, out=y)
+    np.testing.assert_array_equal(y, before)
+    cube, square = _data((4, 4, 4)), _data((4, 4))
+    with pytest.raises(g.ArgumentError, match="out shares memory with input 1"):
+        r(cube, square, axis=2, out=square)
+    both = _data((40,))
+    out = both[1::2][:4]
+    r(both[::2][:16].reshape(4, 4), y, axis=1, out=out)
+    np.testing.assert_allclose(out, both[::2][:16].reshape(4, 4) @ y, rtol=1e-6)
+    assert len(calls) == 5
