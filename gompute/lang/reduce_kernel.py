@@ -252,12 +252,18 @@ class ReduceKernel:
             f"g.reduce({self.name})({', '.join(self.arg_names)}, axis=None)"
         )
 
-    def __reduce__(self):
-        return _rebuild, (self.map_part, self.identity, self.combine)
+    def __reduce__(self):  # numpy_rules too: a Dask combiner's are off (gompute.dask.combiner)
+        return _rebuild, (self.map_part, self.identity, self.combine, self.numpy_rules)
 
     def __dask_tokenize__(self) -> tuple:
         combine = self.combine if isinstance(self.combine, str) else self.combine.__dask_tokenize__()
-        return ("gompute.reduce_kernel", self.map_part.__dask_tokenize__(), repr(self.identity), combine)
+        return (
+            "gompute.reduce_kernel",
+            self.map_part.__dask_tokenize__(),
+            repr(self.identity),
+            combine,
+            self.numpy_rules,
+        )
 
     def accumulator(self, ret: ScalarType) -> tuple[ScalarType, ScalarType]:
         """(accumulator type, result type) for a map part returning `ret`."""
@@ -383,11 +389,11 @@ def _name(t: ScalarType) -> str:
     return t.dtype.name if t.dtype is not None else t.name
 
 
-def _rebuild(map_part: MapKernel, identity, combine) -> ReduceKernel:
+def _rebuild(map_part: MapKernel, identity, combine, numpy_rules: bool) -> ReduceKernel:
     kernel = ReduceKernel.__new__(ReduceKernel)
     functools.update_wrapper(kernel, map_part.fn)
     kernel.map_part, kernel.name, kernel.combine, kernel.identity = map_part, map_part.name, combine, identity
-    kernel.numpy_rules = return_annotation(map_part.src) is None
+    kernel.numpy_rules = numpy_rules
     kernel._variants, kernel._images = {}, {}
     return kernel
 

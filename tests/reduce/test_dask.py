@@ -37,6 +37,11 @@ def least_product(x: g.f32, y: g.f32) -> g.f32:
     return x * y
 
 
+@g.reduce_kernel(identity=0)
+def byte_sum(x: g.u8) -> g.u8:  # annotated: a u8 accumulator, wrapping as np.sum(dtype=np.uint8)
+    return x
+
+
 def normal(shape, seed, dtype=np.float32):
     return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
 
@@ -156,6 +161,16 @@ def test_the_graph_pickles_and_refuses_what_it_cannot_take():
         g.reduce(K.dot)(d, d, stream=0)
     with pytest.raises(g.ArgumentError, match="takes 2 arrays"):
         g.reduce(K.dot)(d)
+
+
+def test_an_annotated_narrow_accumulator_folds_chunks_in_its_own_type_after_pickling():
+    """A worker unpickles the graph, the combiner of the chunks' results among it: it folds them in
+    their own type (u8), not by NumPy's rules for an unannotated kernel (uint64)."""
+    x = np.full(200, 3, np.uint8)
+    lazy = g.reduce(byte_sum)(da.from_array(x, chunks=50))
+    for graph in (lazy, pickle.loads(pickle.dumps(lazy))):
+        got = graph.compute(scheduler="sync")
+        assert got.dtype == np.uint8 and got == np.sum(x, dtype=np.uint8) == 88
 
 
 def test_a_python_number_beside_a_dask_array_is_refused_by_name():
