@@ -5,11 +5,12 @@ as that reference, and is the very same object on the other side. One defined in
 an IPython cell or inside a function, which a Dask worker or a Ray task cannot import, pickles by
 value: its source text with its file name and first line (errors on the other side still point
 at the user's line), its options, and the names of its globals the language can read: numbers,
-gompute types and builtins, modules (`math`, `g`), @g.func functions (each pickled the same way)
-and its Params class (by reference where importable, else by its fields). A process that
-unpickles a kernel compiles it once for its own device, or finds it in the disk cache or an
-emitted package: a kernel rebuilt from a value is kept per process by its token, so every task
-that brings it shares one compiled image.
+gompute types and builtins, modules (`math`, `g`, by name), @g.func functions (each pickled the
+same way), its Params class (by reference where importable, else by its fields), and of any other
+object (a class, a config object) the attributes the def reads off it (`cfg.scale`), as an object
+of those attributes alone. A process that unpickles a kernel compiles it once for its own device,
+or finds it in the disk cache or an emitted package: a kernel rebuilt from a value is kept per
+process by its token, so every task that brings it shares one compiled image.
 
 `token` is the same for the same kernel in every process: a hash of its source, options and the
 names it captured with their values (Dask's `__dask_tokenize__`).
@@ -54,11 +55,15 @@ def reduce(obj, src: Source | Exception, options: dict) -> tuple:
 
 
 def token(obj, src: Source | Exception, options: dict) -> str:
-    """The same hex digest for the same definition in every process."""
+    """The same hex digest for the same definition in every process: of its text, options and the
+    values of the names it reads (a module's attributes it reads among them)."""
     src = _read(src)
     captured = _captured(obj, src)
     parts = [obj.__module__, obj.__qualname__, "\n".join(src.lines), repr(sorted(options.items()))]
     parts += [f"{name}={_token_of(captured[name])}" for name in sorted(captured)]
+    namespace, paths = _lookup(src), _paths_used(src.tree)
+    for name in sorted(n for n in captured if n in paths and captured[n][0] != "attributes"):  # math.pi, Gains.HALF
+        parts += [f"{name}.{path}={_token_of(value)}" for path, value in _attributes(namespace[name], paths[name])]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -134,14 +139,57 @@ def _function(state: dict):
 def _captured(obj, src: Source) -> dict[str, tuple]:
     """Each global (or closure) name the function's text uses, bound to a value the language can
     read, encoded; names bound to anything else are left behind, the language reads none of them."""
-    namespace = namespace_of(src.function)
+    namespace, paths = _lookup(src), _paths_used(src.tree)
     found = {}
     for name in sorted(_names_used(src.tree)):
         if name in namespace and namespace[name] is not obj and namespace[name] is not src.function:
             encoded = _encode(namespace[name])
+            if encoded is None and name in paths:  # an object the def reads attributes of: those
+                attributes = _attributes(namespace[name], paths[name])
+                encoded = ("attributes", attributes) if attributes else None
             if encoded is not None:
                 found[name] = encoded
     return found
+
+
+def _lookup(src: Source) -> dict:
+    """What the def's names are bound to: its globals and closure, and the objects of annotations
+    that name what neither holds (a Params class local to a factory: annotations are no free
+    variables of the function)."""
+    hints = getattr(src.function, "__annotations__", {})
+    spelled = [(a.annotation, hints.get(a.arg)) for a in src.tree.args.args] + [(src.tree.returns, hints.get("return"))]
+    found = {node.id: hint for node, hint in spelled if isinstance(node, ast.Name) and isinstance(hint, type)}
+    found.update(namespace_of(src.function))
+    return found
+
+
+def _paths_used(tree: ast.FunctionDef) -> dict[str, set[str]]:
+    """Each name the def reads attributes of, with the dotted paths it reads (`cfg.a.b`: "a" and "a.b")."""
+    found: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        path, base = [], node
+        while isinstance(base, ast.Attribute):
+            path.append(base.attr)
+            base = base.value
+        if path and isinstance(base, ast.Name):
+            found.setdefault(base.id, set()).add(".".join(reversed(path)))
+    return found
+
+
+def _attributes(value, paths) -> tuple:
+    """((path, encoded value), ...) of the attribute paths of `value` whose values the language reads."""
+    found = []
+    for path in sorted(paths):
+        target = value
+        for attr in path.split("."):
+            target = getattr(target, attr, _MISSING)
+        encoded = None if target is _MISSING else _encode(target)
+        if encoded is not None:
+            found.append((path, encoded))
+    return tuple(found)
+
+
+_MISSING = object()
 
 
 def _names_used(tree: ast.FunctionDef) -> set[str]:
@@ -169,13 +217,17 @@ def _encode(value) -> tuple | None:
         return ("builtin", value.name) if getattr(builtins, value.name, None) is value else None
     if isinstance(value, type) and issubclass(value, Params):
         return _encode_params(value)
-    if isinstance(value, (bool, int, float)) or (isinstance(value, np.generic) and value.dtype.kind in "biuf"):
+    if isinstance(value, (bool, int, float, complex)) or _numpy_number(value):
         return ("value", value)
     if getattr(type(value), "__gompute_func__", False):  # pickled in turn, by reference or by value
         return ("value", value)
     if isinstance(value, (type, _pytypes.BuiltinFunctionType, np.ufunc)):  # casts and math functions
         return ("value", value) if getattr(value, "__module__", None) not in _UNIMPORTABLE_MODULES else None
     return None
+
+
+def _numpy_number(value) -> bool:
+    return isinstance(value, np.generic) and value.dtype.kind in "biufc"
 
 
 def _encode_params(cls: type) -> tuple:
@@ -198,7 +250,25 @@ def _decode(encoded: tuple):
         return _by_reference(args[0], args[1])
     if kind == "params":
         return _params_class(*args)
+    if kind == "attributes":
+        return _with_attributes(args[0])
     return args[0]
+
+
+def _with_attributes(attributes: tuple) -> _pytypes.SimpleNamespace:
+    """An object with the attribute paths of `attributes` (shortest first): where a path's start
+    holds a value already (`cfg.x` and `cfg.x.real`), the value's own attribute serves."""
+    root = _pytypes.SimpleNamespace()
+    for path, encoded in sorted(attributes, key=lambda item: item[0].count(".")):
+        *parents, last = path.split(".")
+        target = root
+        for attr in parents:
+            if not hasattr(target, attr):
+                setattr(target, attr, _pytypes.SimpleNamespace())
+            target = getattr(target, attr)
+        if isinstance(target, _pytypes.SimpleNamespace):
+            setattr(target, last, _decode(encoded))
+    return root
 
 
 def _params_class(module: str, qualname: str, fields: tuple) -> type:
@@ -228,4 +298,6 @@ def _token_of(encoded: tuple) -> str:
         if isinstance(value, (type, _pytypes.BuiltinFunctionType, np.ufunc)):
             return f"{getattr(value, '__module__', None)}.{getattr(value, '__qualname__', value.__name__)}"
         return f"{type(value).__name__}:{value!r}"
+    if encoded[0] == "attributes":
+        return "{" + ", ".join(f"{path}={_token_of(value)}" for path, value in encoded[1]) + "}"
     return repr(encoded)

@@ -3,6 +3,7 @@ from an importable module, by what defines them from `__main__` and an IPython c
 
 import json
 import pickle
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -109,6 +110,34 @@ def test_a_kernel_defined_in_a_function_pickles_with_its_closure():
         kernel = module.loads(module.dumps(make(3)))
         np.testing.assert_array_equal(g.map(kernel)(np.arange(4, dtype=np.float32)), [0, 3, 6, 9])
     assert make(3).__dask_tokenize__() == make(3).__dask_tokenize__() != make(4).__dask_tokenize__()
+
+
+class Gains:  # a class whose attribute a kernel below reads
+    HALF = 0.5
+
+
+def test_attributes_complex_numbers_and_local_params_travel_and_tell_tokens_apart():
+    """What the language reads through an object's attributes (a config, a class), complex
+    constants and a factory's own Params class go with a kernel, and are part of its token."""
+
+    def make(cfg, c):
+        class Shift(g.Params):
+            by: g.f32
+
+        @g.map_kernel
+        def mixed(x: g.f32, p: Shift) -> g.f32:
+            return x * cfg.scale * Gains.HALF + (x * c).imag + p.by
+
+        return mixed
+
+    x = np.arange(4, dtype=np.float32)
+    for scale, c in ((2.0, 1j), (4.0, 3j)):
+        for module in PICKLERS:
+            kernel = module.loads(module.dumps(make(SimpleNamespace(scale=scale), c)))
+            np.testing.assert_array_equal(g.map(kernel)(x, by=1), x * scale * 0.5 + x * c.imag + 1)
+    made = [make(SimpleNamespace(scale=s), c) for s, c in ((2.0, 1j), (2.0, 1j), (4.0, 1j), (2.0, 3j))]
+    tokens = [k.__dask_tokenize__() for k in made]
+    assert tokens[0] == tokens[1] and len(set(tokens)) == 3
 
 
 def test_scalar_types_unpickle_as_the_same_objects():
