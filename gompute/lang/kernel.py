@@ -143,7 +143,8 @@ class MapKernel:
 
     is_map_kernel = True  # how the expression translator tells one apart without importing this module
 
-    def __init__(self, fn, block_size: int = 256):
+    def __init__(self, fn, block_size: int = 256, *, call: str = "g.map", keywords=("out", "stream")):
+        """`call`, what runs the kernel; `keywords`, that call's own, which no params field may be called."""
         if not isinstance(block_size, int) or not 1 <= block_size <= 1024:
             raise ArgumentError(f"block_size must be an int from 1 to 1024, got {block_size!r}")
         functools.update_wrapper(self, fn)
@@ -153,11 +154,11 @@ class MapKernel:
         self.src = Source.of(fn)
         arrays, self.params_name, self.params_class = check_signature(self.src)
         for field in self.params_class.__fields__ if self.params_class is not None else ():
-            if field.name in ("out", "stream"):
+            if field.name in keywords:
                 raise self.src.error(
                     self.src.tree,
-                    f"{self.params_class.__name__}.{field.name}: a map kernel's params are keyword arguments of "
-                    f"g.map(kernel)(...), where {field.name}= is the call's own; rename the field",
+                    f"{self.params_class.__name__}.{field.name}: a kernel's params are keyword arguments of "
+                    f"{call}(kernel)(...), where {field.name}= is the call's own; rename the field",
                 )
         self.arg_names = [name for name, _ in arrays]
         self.annotations: tuple[ScalarType | None, ...] = tuple(t for _, t in arrays)

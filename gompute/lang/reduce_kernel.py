@@ -200,7 +200,7 @@ class ReduceKernel:
                 f"block_size must be a multiple of 64 up to 1024 (a reduction's blocks are whole warps and "
                 f"wavefronts), got {block_size!r}"
             )
-        self.map_part = MapKernel(fn, block_size)
+        self.map_part = MapKernel(fn, block_size, call="g.reduce", keywords=("out", "stream", "axis", "keepdims"))
         self.name = self.map_part.name
         self.combine = _combine_of(combine, self.name)
         if identity is None and self.combine not in ("min", "max"):

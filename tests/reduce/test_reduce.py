@@ -404,3 +404,26 @@ def test_the_hosts_packed_entries_reduce_as_its_plain_ones(monkeypatch):
     for (a, axis), w in zip(cases, want):
         np.testing.assert_array_equal(fresh(a, axis=axis), w)
     assert planned.count("rows") == 4 and planned.count("columns") == 3, planned
+
+
+class _AxisParams(g.Params):
+    axis: g.i32
+
+
+class _KeepdimsParams(g.Params):
+    keepdims: g.bool_
+
+
+def test_a_params_field_named_like_a_reduce_keyword_is_refused_at_definition():
+    """Such a kernel could never be called: axis= and keepdims= are g.reduce's own, as out= and stream=."""
+    with pytest.raises(g.CompileError, match=r"_AxisParams.axis: .* g.reduce\(kernel\).* axis= is the call's own"):
+
+        @g.reduce_kernel(identity=0)
+        def takes_axis(x: g.f32, p: _AxisParams) -> g.f32:
+            return x
+
+    with pytest.raises(g.CompileError, match=r"_KeepdimsParams.keepdims: .* keepdims= is the call's own"):
+
+        @g.reduce_kernel(identity=0)
+        def takes_keepdims(x: g.f32, p: _KeepdimsParams) -> g.f32:
+            return x
