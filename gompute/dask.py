@@ -59,20 +59,21 @@ def lazy_reduce(call, fold, kernel, arrays, axis, keepdims: bool, params: dict):
         raise ArgumentError(f"{kernel.name} reduces to {result.name}, which NumPy (and so Dask) has no dtype for")
     ndim = max(np.ndim(a) for a in arrays)
     axes = normalize_axes(axis, ndim)
+    empty = None  # a kernel with an identity reduces a chunk of no elements to it
     if kernel.identity is None:  # every partial result must reduce elements: there is none for nothing
         _refuse_empty(kernel, arrays, axes)
         arrays = [_without_empty_chunks(a, axes, ndim) if isinstance(a, da.Array) else a for a in arrays]
+        empty = result.dtype  # what no chunk sizes known beforehand leave: empty partials (_chunk)
     if len(arrays) == 1:
-        x, chunk = arrays[0], functools.partial(_chunk, call, params)
+        x, chunk = arrays[0], functools.partial(_chunk, call, params, empty=empty)
     else:
-        blocks = functools.partial(_chunk, call, params, axis=axes, keepdims=True)
+        blocks = functools.partial(_chunk, call, params, axis=axes, keepdims=True, empty=empty)
         x, chunk = _blockwise(blocks, f"gompute-reduce-{kernel.name}-blocks", arrays, result.dtype, axes), _kept
-    step = functools.partial(_fold, fold)
     return da.reduction(
         x,
         chunk,
-        step,
-        combine=step,
+        functools.partial(_fold, fold, refuse=kernel.refuse_empty),
+        combine=functools.partial(_fold, fold, empty=empty),
         axis=axes,
         keepdims=keepdims,
         dtype=result.dtype,
@@ -124,8 +125,24 @@ def _without_empty_chunks(x, axes, ndim: int):
     return x if tuple(chunks) == x.chunks else x.rechunk(tuple(chunks))
 
 
-def _chunk(call, params, *chunks, axis, keepdims):
+def _chunk(call, params, *chunks, axis, keepdims, empty=None):
+    """The call on a chunk (or a block's chunks). With `empty`, a dtype: a chunk of no elements
+    along a reduced axis, which an array whose chunk sizes Dask does not know (after boolean
+    indexing) may hold, gives an empty partial of that dtype, as Dask's own max does for one."""
+    if empty is not None:
+        shape = np.broadcast_shapes(*(np.shape(c) for c in chunks))
+        if not all(shape[d] for d in axis):
+            return _empty_partial(chunks[0], shape, axis, empty)
     return call(*chunks, axis=axis, keepdims=keepdims, **params)
+
+
+def _empty_partial(like, shape, axis, dtype):
+    """A partial of no elements, of `like`'s library: extent 0 along the reduced axes where `shape`
+    has none, 1 along the others, so that it joins its neighbours' partials in the combine."""
+    import array_api_compat
+
+    kept = tuple((1 if shape[d] else 0) if d in axis else n for d, n in enumerate(shape))
+    return array_api_compat.array_namespace(like).empty(kept, dtype=dtype)
 
 
 def _kept(partials, axis, keepdims):
@@ -133,7 +150,14 @@ def _kept(partials, axis, keepdims):
     return partials
 
 
-def _fold(fold, partials, axis, keepdims):
+def _fold(fold, partials, axis, keepdims, empty=None, refuse=None):
+    """The combine step (with `empty`, a dtype, where partials may be empty) or the aggregate (with
+    `refuse`, the kernel's refuse_empty): a combine of partials all empty along a reduced axis passes
+    on an empty one, and the aggregate of such refuses as a call of the kernel does."""
+    if empty is not None and not all(partials.shape[d] for d in axis):
+        return _empty_partial(partials, partials.shape, axis, empty)
+    if refuse is not None:
+        refuse(partials.shape, axis)
     return fold(partials, axis=axis, keepdims=keepdims)
 
 

@@ -137,6 +137,25 @@ def test_chunks_of_no_elements_do_not_stop_a_reduction_with_no_identity(axis):
     np.testing.assert_array_equal(got, np.max(np.abs(x - y), axis=axis))
 
 
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
+def test_chunks_of_unknown_size_some_empty_reduce_with_no_identity(axis):
+    """Boolean indexing leaves chunk sizes Dask does not know, some of them empty: their partials are
+    empty, as Dask's own max makes them for one dimension (for two it fails where this does not)."""
+    a = normal((12, 5), 16)
+    a[:, 0] = np.arange(12)
+    x = da.from_array(a, chunks=(2, 2))
+    picked, rows = x[x[:, 0] > 7], a[a[:, 0] > 7]
+    assert all(np.isnan(picked.chunks[0]))
+    np.testing.assert_array_equal(g.reduce(K.largest)(picked, axis=axis).compute(), np.max(rows, axis=axis))
+    got = g.reduce(least_product)(picked, picked, axis=axis).compute()
+    np.testing.assert_array_equal(got, np.min(rows * rows, axis=axis))
+    none = x[x[:, 0] > 100]
+    assert g.reduce(K.largest)(none, axis=1).compute().shape == (0,)
+    if axis != 1:
+        with pytest.raises(g.ArgumentError, match="largest: a reduction over zero elements"):
+            g.reduce(K.largest)(none, axis=axis).compute()
+
+
 def test_integer_sums_keep_numpys_accumulator_and_params_pass_through():
     i = np.arange(-50, 70, dtype=np.int8).reshape(12, 10)
     got = g.reduce(K.total)(da.from_array(i, chunks=5), axis=0).compute()
