@@ -89,16 +89,17 @@ class Func:
         except CompileError as e:
             self._src = e
         self._specs: dict[tuple[Type, ...], ir.Function] = {}
+        self._captured: dict | None = None  # the globals' values at the first translation (pickling.captured)
 
     def __call__(self, *args):
         return self.fn(*args)
 
     def __reduce__(self):
         """By reference where importable, else by source and captured globals (lang/pickling.py)."""
-        return pickling.reduce(self, self._src, {})
+        return pickling.reduce(self, self._src, {}, self._captured)
 
     def __dask_tokenize__(self) -> str:
-        return pickling.token(self, self._src, {})
+        return pickling.token(self, self._src, {}, self._captured)
 
     def specialize(self, arg_types: list[Type], error) -> ir.Function:
         """The typed IR of this function for arguments of `arg_types` (weak types stay weak)."""
@@ -127,6 +128,8 @@ class Func:
         types = [ann if ann is not None else t for (_, ann), t in zip(arrays, key)]
         _CALL_CHAIN.append(self)
         try:
+            if self._captured is None:
+                self._captured = pickling.captured(self, self._src)
             spec = translate(self._src, types, f"gompute_fn_{self.fn.__name__}", _specialize_call)
         finally:
             _CALL_CHAIN.pop()
@@ -169,6 +172,7 @@ class MapKernel:
         self._specs: dict[tuple[ScalarType, ...], Specialization] = {}
         self._variants: dict[tuple, Specialization] = {}
         self._images: dict[tuple, Image] = {}
+        self._captured: dict | None = None  # the globals' values at the first translation (pickling.captured)
         if not self.generic:
             self.specialize()
 
@@ -181,10 +185,10 @@ class MapKernel:
 
     def __reduce__(self):
         """By reference where importable, else by source, options and captured globals (lang/pickling.py)."""
-        return pickling.reduce(self, self.src, {"block_size": self.block_size})
+        return pickling.reduce(self, self.src, {"block_size": self.block_size}, self._captured)
 
     def __dask_tokenize__(self) -> str:
-        return pickling.token(self, self.src, {"block_size": self.block_size})
+        return pickling.token(self, self.src, {"block_size": self.block_size}, self._captured)
 
     @property
     def arity(self) -> int:
@@ -200,6 +204,8 @@ class MapKernel:
         spec = self._specs.get(types)
         if spec is None:
             symbol = self.name if not self.generic else f"{self.name}__{'_'.join(t.name for t in types)}"
+            if self._captured is None:
+                self._captured = pickling.captured(self, self.src)
             fn = translate(self.src, list(types), f"{ir.KERNEL_PREFIX}{symbol}", _specialize_call)
             spec = self._specs[types] = Specialization(symbol, fn, self.block_size)
         return spec

@@ -5,10 +5,13 @@ as that reference, and is the very same object on the other side. One defined in
 an IPython cell or inside a function, which a Dask worker or a Ray task cannot import, pickles by
 value: its source text with its file name and first line (errors on the other side still point
 at the user's line), its options, and the names of its globals the language can read: numbers,
-gompute types and builtins, modules (`math`, `g`, by name), @g.func functions (each pickled the
-same way), its Params class (by reference where importable, else by its fields), and of any other
-object (a class, a config object) the attributes the def reads off it (`cfg.scale`), as an object
-of those attributes alone. A process that unpickles a kernel compiles it once for its own device,
+gompute types and builtins, modules (`math`, `g`: by name, and the attributes the def reads of
+them), @g.func functions (each pickled the same way), its Params class (by reference where
+importable, else by its fields), and of any other object (a class, a config object) the
+attributes the def reads off it (`cfg.scale`), as an object of those attributes alone. The values
+are those the kernel was translated with, where it has been (an annotated one, when defined): a
+global rebound since, or a module attribute set at run time, arrives as the kernel's code holds
+it. A process that unpickles a kernel compiles it once for its own device,
 or finds it in the disk cache or an emitted package: a kernel rebuilt from a value is kept per
 process by its token, so every task that brings it shares one compiled image.
 
@@ -46,25 +49,33 @@ _PARAMS: dict[tuple, type] = {}  # (module, qualname, fields) -> the Params clas
 _LOCK = threading.RLock()  # one rebuild per token, also when a worker's threads unpickle it at once
 
 
-def reduce(obj, src: Source | Exception, options: dict) -> tuple:
+def reduce(obj, src: Source | Exception, options: dict, captured: dict | None = None) -> tuple:
     """`obj.__reduce__()` for a kernel or @g.func `obj` made by `type(obj)(fn, **options)`, whose
-    source is `src` (or the error reading it gave, raised where the value is needed)."""
-    if _importable(obj):
-        return _by_reference, (obj.__module__, obj.__qualname__)
-    return _by_value, (type(obj), _state(obj, _read(src), options))
+    source is `src` (or the error reading it gave, raised where the value is needed). `captured`:
+    what `captured(obj, src)` gave when `obj` was first translated, the values its code holds;
+    None before (the values now, which the other side compiles with)."""
+    return reference(obj) or (_by_value, (type(obj), _state(obj, _read(src), options, captured)))
 
 
-def token(obj, src: Source | Exception, options: dict) -> str:
+def reference(obj) -> tuple | None:
+    """`obj.__reduce__()` by reference (module and qualname) where its module gives it back on import."""
+    return (_by_reference, (obj.__module__, obj.__qualname__)) if _importable(obj) else None
+
+
+def token(obj, src: Source | Exception, options: dict, captured: dict | None = None) -> str:
     """The same hex digest for the same definition in every process: of its text, options and the
-    values of the names it reads (a module's attributes it reads among them)."""
+    values of the names it reads (`captured`, as for `reduce`)."""
     src = _read(src)
-    captured = _captured(obj, src)
+    captured = _captured(obj, src) if captured is None else captured
     parts = [obj.__module__, obj.__qualname__, "\n".join(src.lines), repr(sorted(options.items()))]
     parts += [f"{name}={_token_of(captured[name])}" for name in sorted(captured)]
-    namespace, paths = _lookup(src), _paths_used(src.tree)
-    for name in sorted(n for n in captured if n in paths and captured[n][0] != "attributes"):  # math.pi, Gains.HALF
-        parts += [f"{name}.{path}={_token_of(value)}" for path, value in _attributes(namespace[name], paths[name])]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def captured(obj, src: Source | Exception) -> dict | None:
+    """The encoded values of the names `obj`'s def reads, as they are now (None without a source):
+    taken by a kernel or @g.func when it is translated, which is when its code takes them."""
+    return None if isinstance(src, Exception) else _captured(obj, src)
 
 
 def _read(src: Source | Exception) -> Source:
@@ -90,8 +101,9 @@ def _by_reference(module: str, qualname: str):
     return target
 
 
-def _state(obj, src: Source, options: dict) -> dict:
+def _state(obj, src: Source, options: dict, captured: dict | None) -> dict:
     fn = src.function
+    captured = _captured(obj, src) if captured is None else captured
     return {
         "module": obj.__module__,
         "qualname": obj.__qualname__,
@@ -100,8 +112,8 @@ def _state(obj, src: Source, options: dict) -> dict:
         "lines": src.lines,
         "future_annotations": bool(fn.__code__.co_flags & __future__.annotations.compiler_flag),
         "options": options,
-        "globals": _captured(obj, src),
-        "token": token(obj, src, options),
+        "globals": captured,
+        "token": token(obj, src, options, captured),
     }
 
 
@@ -142,13 +154,17 @@ def _captured(obj, src: Source) -> dict[str, tuple]:
     namespace, paths = _lookup(src), _paths_used(src.tree)
     found = {}
     for name in sorted(_names_used(src.tree)):
-        if name in namespace and namespace[name] is not obj and namespace[name] is not src.function:
-            encoded = _encode(namespace[name])
-            if encoded is None and name in paths:  # an object the def reads attributes of: those
-                attributes = _attributes(namespace[name], paths[name])
-                encoded = ("attributes", attributes) if attributes else None
-            if encoded is not None:
-                found[name] = encoded
+        value = namespace.get(name, _MISSING)
+        if value is _MISSING or value is obj or value is src.function:
+            continue
+        encoded = _encode(value)
+        if name in paths and encoded is not None and encoded[0] == "module":  # math.pi, cfg.SCALE
+            encoded = ("module", value.__name__, _attributes(value, paths[name]))
+        elif name in paths and (encoded is None or (encoded[0] == "value" and isinstance(value, type))):
+            attributes = _attributes(value, paths[name])  # an object or class the def reads attributes of
+            encoded = ("attributes", attributes) if attributes else encoded
+        if encoded is not None:
+            found[name] = encoded
     return found
 
 
@@ -239,7 +255,7 @@ def _encode_params(cls: type) -> tuple:
 def _decode(encoded: tuple):
     kind, *args = encoded
     if kind == "module":
-        return importlib.import_module(args[0])
+        return _module(*args)
     if kind == "type":
         return _TYPES[args[0]]
     if kind == "scalar":
@@ -253,6 +269,20 @@ def _decode(encoded: tuple):
     if kind == "attributes":
         return _with_attributes(args[0])
     return args[0]
+
+
+def _module(name: str, attributes: tuple = ()):
+    """The module `name`, where the attributes the def read of it (`attributes`) still hold those
+    values once it is imported here; else an object of those values alone (a module global
+    rebound after the kernel was compiled, or one its file does not set)."""
+    module = importlib.import_module(name)
+    for path, encoded in attributes:
+        target = module
+        for attr in path.split("."):
+            target = getattr(target, attr, _MISSING)
+        if target is _MISSING or _token_of(_encode(target) or ("missing",)) != _token_of(encoded):
+            return _with_attributes(attributes)
+    return module
 
 
 def _with_attributes(attributes: tuple) -> _pytypes.SimpleNamespace:

@@ -28,6 +28,7 @@ import numpy as np
 from .. import types as T
 from ..errors import ArgumentError, CompileError
 from ..types import ScalarType
+from . import pickling
 from .builtins import BUILTINS
 from .frontend import return_annotation
 from .kernel import Func, MapKernel, backend_name, compile_module
@@ -252,8 +253,10 @@ class ReduceKernel:
             f"g.reduce({self.name})({', '.join(self.arg_names)}, axis=None)"
         )
 
-    def __reduce__(self):  # numpy_rules too: a Dask combiner's are off (gompute.dask.combiner)
-        return _rebuild, (self.map_part, self.identity, self.combine, self.numpy_rules)
+    def __reduce__(self):
+        """By reference where importable (lang/pickling.py), else as its map part (by value), its combine,
+        identity and accumulator rule (a Dask combiner's NumPy rules are off: gompute.dask.combiner)."""
+        return pickling.reference(self) or (_rebuild, (self.map_part, self.identity, self.combine, self.numpy_rules))
 
     def __dask_tokenize__(self) -> tuple:
         combine = self.combine if isinstance(self.combine, str) else self.combine.__dask_tokenize__()

@@ -55,3 +55,8 @@ def mix_numpy(x, weight, count, bias):
     """The `mix` kernels of defines.py as NumPy computes them: f64 from the f64 weight on."""
     x = np.asarray(x, np.float32)
     return (x * x * x * np.float64(weight) + count + np.float32(bias)).astype(np.float32)
+
+
+@g.reduce_kernel(identity=0)
+def sum_of_squares(x: g.f32) -> g.f32:
+    return x * x + OFFSET

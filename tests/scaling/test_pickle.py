@@ -33,6 +33,7 @@ def defined(tmp_path_factory):
 def test_module_kernels_pickle_by_reference_to_the_same_objects(module):
     for obj in (kernels.gain_square, kernels.square, kernels.Scale, g.map(kernels.gain_square), g.map(kernels.twice)):
         assert module.loads(module.dumps(obj)) is obj
+    assert module.loads(module.dumps(kernels.sum_of_squares)) is kernels.sum_of_squares
     assert len(pickle.dumps(kernels.gain_square)) < 200  # a reference, not the source
 
 
@@ -138,6 +139,36 @@ def test_attributes_complex_numbers_and_local_params_travel_and_tell_tokens_apar
     made = [make(SimpleNamespace(scale=s), c) for s, c in ((2.0, 1j), (2.0, 1j), (4.0, 1j), (2.0, 3j))]
     tokens = [k.__dask_tokenize__() for k in made]
     assert tokens[0] == tokens[1] and len(set(tokens)) == 3
+
+
+LATE = 1.0  # a global the kernel below reads, rebound after it is defined
+
+
+def test_a_kernel_pickles_the_values_it_was_compiled_with():
+    """An annotated kernel is translated when defined: a global rebound since, or a module's
+    attribute set at run time, arrives as the kernel's code holds it, not as it is now or as the
+    module's file sets it."""
+    global LATE
+
+    def make():
+        @g.map_kernel
+        def late(x: g.f32) -> g.f32:
+            return x * LATE + kernels.OFFSET
+
+        return late
+
+    x = np.ones(2, np.float32)
+    kernels.OFFSET = 10.0
+    try:
+        kernel = make()
+        LATE, kernels.OFFSET = 2.0, 0.5
+        token = kernel.__dask_tokenize__()
+        for module in PICKLERS:
+            np.testing.assert_array_equal(g.map(module.loads(module.dumps(kernel)))(x), [11, 11])
+        np.testing.assert_array_equal(g.map(kernel)(x), [11, 11])
+        assert token == kernel.__dask_tokenize__() != make().__dask_tokenize__()
+    finally:
+        LATE, kernels.OFFSET = 1.0, 0.5
 
 
 def test_scalar_types_unpickle_as_the_same_objects():
