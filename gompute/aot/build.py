@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from collections.abc import Iterable
@@ -174,7 +175,7 @@ def _write_package(package: Path, root_names, units, images, ptx_arch, cuda_arch
     blobs = _write_blobs(package, images)
 
     def blob_list(backend, arch):
-        return "[" + ", ".join(f"_blob({blobs[(backend, arch, i)]!r})" for i in range(len(root_names))) + "]"
+        return "[" + ", ".join(f"_blob{blobs[(backend, arch, i)]!r}" for i in range(len(root_names))) + "]"
 
     index = {}
     for blob, specs in enumerate(units):
@@ -185,14 +186,18 @@ def _write_package(package: Path, root_names, units, images, ptx_arch, cuda_arch
     has_cuda, has_hip, has_host = ("cuda", ptx_arch) in images, bool(hip_archs), ("host", None) in images
     lines = [
         f'"""Kernels emitted by gompute.emit_kernels from {", ".join(root_names)}; do not edit."""',
+        "import hashlib",
         "from collections import namedtuple",
         "from pathlib import Path",
         "",
         "_here = Path(__file__).parent",
         "",
         "",
-        "def _blob(name):",
-        "    return (_here / name).read_bytes()",
+        "def _blob(name, digest):",
+        "    data = (_here / name).read_bytes()",
+        "    if hashlib.sha256(data).hexdigest() != digest:",
+        '        raise ValueError(f"{name} is not the file emit wrote (changed or damaged since)")',
+        "    return data",
         "",
         "",
         'Entry = namedtuple("Entry", "blob symbol")',
@@ -216,14 +221,16 @@ def _write_package(package: Path, root_names, units, images, ptx_arch, cuda_arch
     (package / "__init__.py").write_text("\n".join(lines) + "\n")
 
 
-def _write_blobs(package: Path, images: dict) -> dict[tuple, str]:
-    """Each image as a file in the package: (backend, arch, root index) -> file name."""
+def _write_blobs(package: Path, images: dict) -> dict[tuple, tuple[str, str]]:
+    """Each image as a file in the package: (backend, arch, root index) -> (file name, its sha256),
+    which the package checks when imported: a damaged blob makes it fail to import, and kernels
+    compile instead (aot/lookup.py), as for a missing one."""
     blobs = {}
     for (backend, arch), per_root in images.items():
         for i, image in enumerate(per_root):
             fname = f"{backend}_{i}.{arch}.{image.format}" if arch else f"{backend}_{i}.{image.format}"
             (package / fname).write_bytes(image.data)
-            blobs[(backend, arch, i)] = fname
+            blobs[(backend, arch, i)] = (fname, hashlib.sha256(image.data).hexdigest())
     return blobs
 
 

@@ -183,6 +183,20 @@ def test_a_broken_package_is_skipped_with_one_warning(emitted, tmp_path, monkeyp
         lookup.find_by_name("host", "scale_relu", None)
 
 
+def test_a_damaged_blob_is_a_broken_package_too(emitted, tmp_path, monkeypatch):
+    """A blob changed since emit (truncated, overwritten) fails the package's import as a missing
+    one does: kernels compile instead of loading bytes no driver can use."""
+    shutil.copytree(Path(emitted.__file__).parent, tmp_path / "gompute_kernels")
+    blob = tmp_path / "gompute_kernels" / "host_0.so"
+    blob.write_bytes(blob.read_bytes()[:4096])
+    monkeypatch.delitem(sys.modules, "gompute_kernels")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(lookup, "_broken", {})
+    with pytest.warns(UserWarning, match=r"cannot be imported \(ValueError: host_0.so is not the file emit wrote"):
+        image = MapKernel(S.scale_relu.fn).compile_for("host")
+    assert image.cache_dir is not None  # compiled, not the emitted blob
+
+
 def test_a_name_without_an_image_for_this_target_says_so(emitted, monkeypatch):
     if lookup._host_target() is None:
         pytest.skip("no host compiler: the emitted host images are the only ones, whatever their target")
@@ -262,4 +276,4 @@ def test_one_cuda_arch_may_be_a_string(tmp_path):
     root = tmp_path / "kernels.py"
     root.write_text(KERNEL)
     package = emit_kernels(str(root), out=tmp_path, cuda_archs="sm_90", host=False, progress=False)
-    assert "cuda_cubins = {'sm_90': [_blob('cuda_0.sm_90.cubin')]}" in (package / "__init__.py").read_text()
+    assert "cuda_cubins = {'sm_90': [_blob('cuda_0.sm_90.cubin', '" in (package / "__init__.py").read_text()
