@@ -73,12 +73,14 @@ class HostCompiler:
         return PARTITIONED_GCC_FLAGS if _links_in_partitions(self) else ()
 
     def compile(self, source_path: Path, output: Path, extra: tuple[str, ...] = ()) -> None:
-        argv = [*self.command, *self.flags, *extra, f"-I{INCLUDE_DIR}", "-o", str(output), str(source_path)]
-        proc = subprocess.run(argv, capture_output=True, text=True)
+        # Run in the output's folder and name it there: GCC's link-time partitions write a makefile of
+        # paths after it, which a folder named with both kinds of quote breaks (a cache dir may be).
+        argv = [*self.command, *self.flags, *extra, f"-I{INCLUDE_DIR}", "-o", output.name, str(source_path.resolve())]
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=output.parent)
         if proc.returncode != 0:
             raise SourceRejected(
                 f"the host C++ compiler failed.\n"
-                f"source: {source_path}\ncommand: {shlex.join(argv)}\n{proc.stdout}{proc.stderr}"
+                f"source: {source_path}\ncommand (in {output.parent}): {shlex.join(argv)}\n{proc.stdout}{proc.stderr}"
             )
 
 
