@@ -215,9 +215,15 @@ py::object current_work_stream(PyObject* obj) {
 // A PyTorch tensor, on the CPU or a GPU, through the DLPack exchange table its type carries:
 // one C call fills a DLTensor in place and another gives torch's current stream on the
 // tensor's device, the stream torch's own ops would use next; no Python runs in between.
-// torch has no read-only tensors, so `writable` asks nothing of a tensor read this way.
+// torch has no read-only tensors; an output that is an inference tensor (which torch lets no one
+// write outside torch.inference_mode()) goes to the general path, which refuses it or not.
 // A torch without the table: a CPU tensor through its NumPy view, a GPU one to the general path.
 void ArrayView::from_tensor(PyObject* tensor, bool writable) {
+  static PyObject* const is_inference = PyUnicode_InternFromString("is_inference");  // kept for the process
+  if (writable && !says_no(tensor, is_inference)) {
+    PyErr_Clear();
+    return;
+  }
   const DLPackExchangeAPI* api = exchange_api(Py_TYPE(tensor));
   if (!api) return from_tensor_numpy(tensor, writable);
   DLTensor t;

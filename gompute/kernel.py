@@ -311,12 +311,7 @@ class _Call:
     def _output(self, bound: BoundKernel, inputs, shape, out_type, out: _core.Buffer | None):
         """(what the call returns, its Buffer)."""
         if out is not None:
-            if out.readonly:
-                why = " (JAX arrays are immutable)" if is_jax(self.out) else ""
-                raise ArgumentError(
-                    f"{self.kernel.name}: {describe(self.out)} is read-only{why} and cannot be an output; "
-                    "leave out= off for a new array, or pass a writable one"
-                )
+            _check_writable(self.kernel.name, self.out, out)
             if tuple(out.shape) != tuple(shape):
                 raise ArgumentError(
                     f"{self.kernel.name}: out has shape {tuple(out.shape)}, the inputs broadcast to {tuple(shape)}"
@@ -556,6 +551,27 @@ def _output_maker(array, bound: BoundKernel, dtype) -> tuple[_Maker, Callable]:
     if not hasattr(xp, name):
         return on_device, _same
     return _Maker(xp.empty, (), {"dtype": getattr(xp, name), "device": array_api_compat.device(array)}), _same
+
+
+def _check_writable(name: str, given, out: _core.Buffer) -> None:
+    """Refuses an out= array `given` (as `out`) that its library lets no one write: read-only, or a
+    torch inference tensor outside torch.inference_mode() (torch's own in-place ops refuse it)."""
+    if out.readonly:
+        why = " (JAX arrays are immutable)" if is_jax(given) else ""
+    elif _is_torch_tensor(given) and given.is_inference() and not _torch_inference_mode():
+        why = " (an inference tensor, which torch lets no one write outside torch.inference_mode())"
+    else:
+        return
+    raise ArgumentError(
+        f"{name}: {describe(given)} is read-only{why} and cannot be an output; leave out= off for a new "
+        "array, or pass a writable one"
+    )
+
+
+def _torch_inference_mode() -> bool:
+    import torch
+
+    return torch.is_inference_mode_enabled()
 
 
 def _count_write(tensor) -> None:

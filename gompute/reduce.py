@@ -27,10 +27,11 @@ from .dim3 import Dim3
 from .errors import ArgumentError
 from .fast_path import params_table, teach
 from .interface import arg
-from .interop import asbuffer, describe, is_jax
+from .interop import asbuffer, describe
 from .kernel import (
     _Call,
     _call_device,
+    _check_writable,
     _count_write,
     _is_torch_tensor,
     _output_maker,
@@ -222,9 +223,7 @@ class _ReduceCall(_Call):
             if self.finish is _same:  # the C++ path may make later results the same way
                 self.make = make
             return result, asbuffer(result)
-        if out.readonly:
-            why = " (JAX arrays are immutable)" if is_jax(self.out) else ""
-            raise ArgumentError(f"{name}: {describe(self.out)} is read-only{why} and cannot be an output")
+        _check_writable(name, self.out, out)
         if tuple(out.shape) != tuple(out_shape):
             raise ArgumentError(
                 f"{name}: out has shape {tuple(out.shape)}, the reduction's result has shape {tuple(out_shape)}"

@@ -123,6 +123,30 @@ def test_what_torch_would_not_export_is_left_to_the_general_path():
     assert len(calls) == 3  # each refusal came from the general path, with its reason
 
 
+def test_an_inference_tensor_is_an_output_only_in_inference_mode():
+    """torch lets no one write an inference tensor outside torch.inference_mode(), its own in-place
+    ops included: neither path does (the C++ one leaves it to the general one, which says why)."""
+    k, calls = counting(scale_relu)
+    r = g.reduce(total)
+    t = torch.randn(6)
+    k(t, out=torch.empty(6), scale=1)  # both learn the signature
+    r(t, out=torch.empty(()))
+    with torch.inference_mode():
+        frozen, frozen_total = torch.zeros(6), torch.zeros(())
+    for call, out in ((lambda o: k(t, out=o, scale=1), frozen), (lambda o: r(t, out=o), frozen_total)):
+        with pytest.raises(g.ArgumentError, match="an inference tensor, which torch lets no one write outside"):
+            call(out)
+        assert not out.any()
+        with torch.inference_mode():
+            call(out)
+    np.testing.assert_allclose(frozen.numpy(), relu(t.numpy(), 1), rtol=1e-6)
+    np.testing.assert_allclose(frozen_total.item(), t.sum().item(), rtol=1e-6)
+    assert len(calls) == 3  # learning, the refusal, and the write in inference mode
+    for _ in range(2):  # read anywhere, on both paths
+        np.testing.assert_allclose(k(frozen, scale=2).numpy(), relu(frozen.numpy(), 2), rtol=1e-6)
+    assert len(calls) == 4
+
+
 def test_a_tensor_type_without_the_table_is_read_through_numpy():
     """A torch older than the exchange table: CPU tensors through their NumPy view, still in C++."""
 
