@@ -102,8 +102,8 @@ def pack(params: type[Params], **values) -> bytes:
     Every field must be given, no others, each in its type's range.
     """
     _check_params_class(params)
-    names = {f.name for f in params.__fields__}
-    unknown = sorted(set(values) - names)
+    names = [f.name for f in params.__fields__]  # in their order, for the message
+    unknown = sorted(set(values) - set(names))
     missing = [f.name for f in params.__fields__ if f.name not in values]
     if unknown:
         raise ArgumentError(

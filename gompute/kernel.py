@@ -272,6 +272,13 @@ class _Call:
         buffer = asbuffer(array, stream=wanted)
         if not buffer.typed:
             buffer = buffer.view(np.uint8, buffer.nbytes)
+        itemsize = buffer.dtype.itemsize
+        if any(s % itemsize for s in buffer.strides):
+            raise ArgumentError(
+                f"{self.kernel.name}: {describe(array)} has strides {tuple(buffer.strides)} bytes, not whole "
+                f"elements of its {itemsize}-byte type (a field of a structured array, say); "
+                + ("write into an array of its own, then copy into it" if array is self.out else "pass a copy")
+            )
         return buffer
 
     def _import_out(self, inputs, wanted: int | None) -> _core.Buffer:

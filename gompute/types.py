@@ -112,7 +112,14 @@ class ScalarType:
                 ) from None
         lo, hi = self.range()
         if not lo <= as_int <= hi:
-            raise ArgumentError(f"{as_int} is out of range for g.{self.name} ({lo} to {hi})")
+            shown = (
+                f"{float(value):g}"
+                if isinstance(value, (float, np.floating))
+                else as_int
+                if as_int.bit_length() <= 128
+                else f"an integer of {as_int.bit_length()} bits"
+            )
+            raise ArgumentError(f"{shown} is out of range for g.{self.name} ({lo} to {hi})")
         return as_int
 
     def _check_complex(self, value) -> complex:

@@ -87,3 +87,35 @@ def test_a_map_kernel_called_directly_is_shown_the_g_map_call():
         r"g\.map\(scale_relu\)\(x, scale=\.\.\.\)",
     ):
         scale_relu(x, scale=2)
+
+
+class _Three(g.Params):
+    zeta: g.i8
+    alpha: g.f32
+    mid: g.i32
+
+
+@g.map_kernel
+def _shifted(x: g.f32, p: _Three) -> g.f32:
+    return x + p.zeta + p.alpha + p.mid
+
+
+def test_a_structured_arrays_field_is_named_with_what_to_do():
+    from tests.reduce.kernels import total
+
+    field = np.zeros(5, [("t", "<i4"), ("z", "<f8")])["z"]  # strides of 12 bytes
+    x = np.ones(5)
+    for call in (lambda: g.map(axpy)(x, field, x), lambda: g.reduce(total)(field)):
+        with pytest.raises(g.ArgumentError, match=r"\(5,\), float64\) has strides \(12,\) bytes, .* pass a copy$"):
+            call()
+    with pytest.raises(g.ArgumentError, match=r"^axpy: .* strides \(12,\) .* write into an array of its own"):
+        g.map(axpy)(x, x, x, out=field)
+
+
+def test_params_messages_list_fields_in_order_and_show_huge_values_short():
+    x = np.ones(3, np.float32)
+    with pytest.raises(g.ArgumentError, match=r"_Three has no field bogus \(fields: zeta, alpha, mid\)"):
+        g.map(_shifted)(x, zeta=1, alpha=2, mid=3, bogus=4)
+    for value, shown in ((1e300, r"1e\+300"), (10**5000, "an integer of 16610 bits"), (300, "300")):
+        with pytest.raises(g.ArgumentError, match=rf"_Three.zeta: {shown} is out of range for g.i8 \(-128 to 127\)$"):
+            g.map(_shifted)(x, zeta=value, alpha=2, mid=3)
