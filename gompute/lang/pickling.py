@@ -11,9 +11,9 @@ importable, else by its fields), and of any other object (a class, a config obje
 attributes the def reads off it (`cfg.scale`), as an object of those attributes alone. The values
 are those the kernel was translated with, where it has been (an annotated one, when defined): a
 global rebound since, or a module attribute set at run time, arrives as the kernel's code holds
-it. A process that unpickles a kernel compiles it once for its own device,
-or finds it in the disk cache or an emitted package: a kernel rebuilt from a value is kept per
-process by its token, so every task that brings it shares one compiled image.
+it. A process that unpickles a kernel compiles it once for its own device, or finds it in the
+disk cache or an emitted package: a kernel rebuilt from a value is kept per process by its token,
+so every task that brings it shares one compiled image.
 
 `token` is the same for the same kernel in every process: a hash of its source, options and the
 names it captured with their values (Dask's `__dask_tokenize__`).
@@ -328,6 +328,7 @@ def _token_of(encoded: tuple) -> str:
         if isinstance(value, (type, _pytypes.BuiltinFunctionType, np.ufunc)):
             return f"{getattr(value, '__module__', None)}.{getattr(value, '__qualname__', value.__name__)}"
         return f"{type(value).__name__}:{value!r}"
-    if encoded[0] == "attributes":
-        return "{" + ", ".join(f"{path}={_token_of(value)}" for path, value in encoded[1]) + "}"
+    if encoded[0] in ("attributes", "module"):  # a module's: its name, and what the def reads of it
+        name, attributes = ("", encoded[1]) if encoded[0] == "attributes" else (encoded[1], encoded[2])
+        return name + "{" + ", ".join(f"{path}={_token_of(value)}" for path, value in attributes) + "}"
     return repr(encoded)

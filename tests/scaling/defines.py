@@ -91,6 +91,7 @@ def pickle_all(out: Path) -> None:
         "main": mix.__dask_tokenize__(),
         "cell": cell["cell_mix"].__dask_tokenize__(),
         "module": kernels.gain_square.__dask_tokenize__(),
+        "through_module": kernels.through_module.__dask_tokenize__(),
         "dask_main": dask.base.tokenize(g.map(mix)),
         "dask_module": dask.base.tokenize(g.map(kernels.gain_square)),
         "shifted_line": shifted.src.first_line + 2,

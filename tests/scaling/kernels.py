@@ -60,3 +60,11 @@ def mix_numpy(x, weight, count, bias):
 @g.reduce_kernel(identity=0)
 def sum_of_squares(x: g.f32) -> g.f32:
     return x * x + OFFSET
+
+
+from tests.scaling import kernels as this  # noqa: E402 - this module, read as another module would read it
+
+
+@g.map_kernel
+def through_module(x: g.f32) -> g.f32:  # a @g.func and a number, read as a module's attributes
+    return this.square(x) + this.OFFSET

@@ -77,6 +77,7 @@ def test_one_definition_is_one_kernel_per_process_however_often_it_arrives(defin
 def test_tokens_are_the_same_in_every_process(defined):
     _, tokens = defined
     assert kernels.gain_square.__dask_tokenize__() == tokens["module"]
+    assert kernels.through_module.__dask_tokenize__() == tokens["through_module"]
     assert tokenize(g.map(kernels.gain_square)) == tokens["dask_module"]
     folder, _ = defined
     unpickled = pickle.loads((folder / "main.pickle").read_bytes())["map"]
