@@ -271,26 +271,6 @@ def test_integer_powers_multiply_as_numpy_does(dtype, n):
     assert_like_numpy(got, z**n, 2)
 
 
-@g.map_kernel
-def power_minus_1(z):
-    return z**-1
-
-
-@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
-def test_power_minus_1_is_numpys_reciprocal_bit_for_bit(dtype):
-    """np.power(z, -1) is np.reciprocal(z): a part past the type's range is an infinity and the
-    other a signed zero (1 / 1e-310j is 0 - inf i), where Smith's quotient made 0 * inf a NaN."""
-    tiny = np.finfo(dtype).smallest_normal / 4
-    inf = np.inf
-    special = [complex(0, tiny), complex(tiny, 0), complex(2 * tiny, tiny), complex(0, inf), complex(-inf, 1), 0.5 - 0j]
-    z = np.concatenate([random_values(dtype), np.array(special, dtype)])
-    got, want = g.map(power_minus_1)(z), z**-1
-    for part in ("real", "imag"):
-        g_part, n_part = getattr(got, part), getattr(want, part)
-        np.testing.assert_array_equal(g_part, n_part)
-        np.testing.assert_array_equal(np.signbit(g_part), np.signbit(n_part))
-
-
 SPECIAL_FUNCTIONS = {"exp": (c_exp, np.exp), "log": (c_log, np.log), "sqrt": (c_sqrt, np.sqrt)}
 
 

@@ -220,24 +220,10 @@ GOMPUTE_FN gompute_c128 gompute_cmul_annex_g(gompute_c128 p, gompute_c128 q) {
   return gompute_c128(inf * (a * c - b * d), inf * (a * d + b * c));
 }
 
-// 1 / z as NumPy's complex reciprocal computes it: Smith's quotient, and 1 / 0 is NaN + i NaN.
-template <typename C>
-GOMPUTE_FN C gompute_creciprocal(C z) {
-  typedef decltype(z.re) R;
-  if (fabs(z.im) <= fabs(z.re)) {
-    const R r = z.im / z.re, d = z.re + z.im * r;
-    return C((R)1 / d, -r / d);
-  }
-  const R r = z.re / z.im, d = z.re * r + z.im;
-  return C(r / d, (R)-1 / d);
-}
-
 // a**b as NumPy computes it (npy_cpow): b = 0 gives 1; 0**b is 0 where b's real part is positive,
-// else NaN; b = -1 is NumPy's reciprocal (np.power's own shortcut: 1 / 1e-310j is 0 - inf i, where
-// Smith's quotient makes 0 * inf a NaN); any other integer b below 100 in magnitude is repeated
-// multiplication (and 1 / that for b < 0), in the type itself, as NumPy does; any other b is C's
-// cpow, which NumPy calls: exp(b log a), with C's complex product (gompute_cmul_annex_g) where
-// infinities meet.
+// else NaN; an integer b below 100 in magnitude is repeated multiplication (and 1 / that for b < 0),
+// in the type itself, as NumPy does; any other b is C's cpow, which NumPy calls: exp(b log a), with
+// C's complex product (gompute_cmul_annex_g) where infinities meet.
 template <typename C>
 GOMPUTE_FN C gompute_cpow(C a, C b) {
   typedef decltype(a.re) R;
@@ -251,7 +237,6 @@ GOMPUTE_FN C gompute_cpow(C a, C b) {
   if (b.im == 0 && b.re > -100 && b.re < 100 && b.re == (R)(int)b.re) {
     int n = (int)b.re;
     if (n == 1) return a;
-    if (n == -1) return gompute_creciprocal(a);
     if (n == 2) return a * a;
     if (n == 3) return a * (a * a);
     C p = a, r = one;
@@ -333,6 +318,18 @@ GOMPUTE_FN C gompute_csign(C z) {
   }
   if (m == 0) return C((R)0, (R)0);
   return C(z.re / m, z.im / m);
+}
+
+// 1 / z as NumPy's complex reciprocal computes it: Smith's quotient, and 1 / 0 is NaN + i NaN.
+template <typename C>
+GOMPUTE_FN C gompute_creciprocal(C z) {
+  typedef decltype(z.re) R;
+  if (fabs(z.im) <= fabs(z.re)) {
+    const R r = z.im / z.re, d = z.re + z.im * r;
+    return C((R)1 / d, -r / d);
+  }
+  const R r = z.re / z.im, d = z.re * r + z.im;
+  return C(r / d, (R)-1 / d);
 }
 
 // Each part rounded half to even, as NumPy's complex rint.
