@@ -89,6 +89,22 @@ def asbuffer(obj, *, stream=None) -> _core.Buffer:
     )
 
 
+def check_writable(name: str, given, out: _core.Buffer) -> None:
+    """Refuses an out= array `given` (as `out`) that its library lets no one write: read-only, or a
+    torch inference tensor outside torch.inference_mode() (torch's own in-place ops refuse it)."""
+    torch = sys.modules.get("torch")  # not imported: no tensor exists
+    if out.readonly:
+        why = " (JAX arrays are immutable)" if is_jax(given) else ""
+    elif torch and isinstance(given, torch.Tensor) and given.is_inference() and not torch.is_inference_mode_enabled():
+        why = " (an inference tensor, which torch lets no one write outside torch.inference_mode())"
+    else:
+        return
+    raise ArgumentError(
+        f"{name}: {describe(given)} is read-only{why} and cannot be an output; leave out= off for a new "
+        "array, or pass a writable one"
+    )
+
+
 def _is_negated_tensor(obj) -> bool:
     torch = sys.modules.get("torch")  # not imported: no tensor exists
     return torch is not None and isinstance(obj, torch.Tensor) and getattr(obj, "is_neg", bool)()

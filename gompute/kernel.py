@@ -21,7 +21,7 @@ from .dim3 import Dim3
 from .errors import AllocFailed, ArgumentError, CompileError
 from .fast_path import params_table, teach
 from .interface import arg
-from .interop import asbuffer, describe, is_jax, library_of, stream_handle
+from .interop import asbuffer, check_writable, describe, is_jax, library_of, stream_handle
 from .lang.entries import vector_elements
 from .lang.kernel import MapKernel
 from .runtime import _compute
@@ -318,7 +318,7 @@ class _Call:
     def _output(self, bound: BoundKernel, inputs, shape, out_type, out: _core.Buffer | None):
         """(what the call returns, its Buffer)."""
         if out is not None:
-            _check_writable(self.kernel.name, self.out, out)
+            check_writable(self.kernel.name, self.out, out)
             if tuple(out.shape) != tuple(shape):
                 raise ArgumentError(
                     f"{self.kernel.name}: out has shape {tuple(out.shape)}, the inputs broadcast to {tuple(shape)}"
@@ -558,27 +558,6 @@ def _output_maker(array, bound: BoundKernel, dtype) -> tuple[_Maker, Callable]:
     if not hasattr(xp, name):
         return on_device, _same
     return _Maker(xp.empty, (), {"dtype": getattr(xp, name), "device": array_api_compat.device(array)}), _same
-
-
-def _check_writable(name: str, given, out: _core.Buffer) -> None:
-    """Refuses an out= array `given` (as `out`) that its library lets no one write: read-only, or a
-    torch inference tensor outside torch.inference_mode() (torch's own in-place ops refuse it)."""
-    if out.readonly:
-        why = " (JAX arrays are immutable)" if is_jax(given) else ""
-    elif _is_torch_tensor(given) and given.is_inference() and not _torch_inference_mode():
-        why = " (an inference tensor, which torch lets no one write outside torch.inference_mode())"
-    else:
-        return
-    raise ArgumentError(
-        f"{name}: {describe(given)} is read-only{why} and cannot be an output; leave out= off for a new "
-        "array, or pass a writable one"
-    )
-
-
-def _torch_inference_mode() -> bool:
-    import torch
-
-    return torch.is_inference_mode_enabled()
 
 
 def _count_write(tensor) -> None:

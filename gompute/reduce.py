@@ -27,11 +27,10 @@ from .dim3 import Dim3
 from .errors import ArgumentError
 from .fast_path import params_table, teach
 from .interface import arg
-from .interop import asbuffer, describe
+from .interop import asbuffer, check_writable, describe
 from .kernel import (
     _Call,
     _call_device,
-    _check_writable,
     _count_write,
     _is_torch_tensor,
     _output_maker,
@@ -223,7 +222,7 @@ class _ReduceCall(_Call):
             if self.finish is _same:  # the C++ path may make later results the same way
                 self.make = make
             return result, asbuffer(result)
-        _check_writable(name, self.out, out)
+        check_writable(name, self.out, out)
         if tuple(out.shape) != tuple(out_shape):
             raise ArgumentError(
                 f"{name}: out has shape {tuple(out.shape)}, the reduction's result has shape {tuple(out_shape)}"
